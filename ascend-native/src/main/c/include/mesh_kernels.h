@@ -1,0 +1,111 @@
+/*
+ * mesh_kernels.h — the whole C ABI of MoE Mesh's kernel layer (ascend-native).
+ *
+ * Ownership: the caller owns every buffer; no pointer is retained after a call returns. Every function
+ * returns 0 (MK_OK) or a negative MK_E_* code and writes nothing it was not asked to on error.
+ * Layout: row-major; a matrix argument is a pointer to row 0 plus a row stride in elements ("ld*");
+ * the last dimension is contiguous. Shapes are validated by the Java side (ValidatingKernels); the C side
+ * re-checks what would otherwise read or write out of bounds (index arguments) and null pointers.
+ * Determinism: each output row is computed by one thread with a fixed reduction order, so results do not
+ * depend on the thread count or on the other rows of a batch.
+ * Threads: a context owns a pool of threads; calls on one context are serialized by the context.
+ * Floating point: built with -ffp-contract=off so a*b+c rounds twice, exactly as the Java reference.
+ */
+#ifndef MESH_KERNELS_H
+#define MESH_KERNELS_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MK_OK 0
+#define MK_E_NULL (-1)        /* a required pointer is null */
+#define MK_E_SHAPE (-2)       /* a size is negative or inconsistent */
+#define MK_E_INDEX (-3)       /* an index argument (row id, page id, length) is out of range */
+#define MK_E_DTYPE (-4)       /* an unsupported dtype code */
+#define MK_E_NOMEM (-5)       /* scratch memory could not be allocated */
+#define MK_E_THREADS (-6)     /* the thread pool could not be started */
+
+/* dtype codes, as io.moemesh.kernels.DType */
+#define MK_F32 0
+#define MK_BF16 1
+#define MK_F8_E4M3 2
+#define MK_I8 3
+#define MK_I32 4
+
+/* CPU paths */
+#define MK_ISA_PORTABLE 0
+#define MK_ISA_AVX512 1      /* AVX-512 F/BW/VL + VNNI + BF16 */
+
+typedef struct mk_context mk_context;
+
+/* A context with `threads` threads (the caller's plus threads-1 workers); `isa` = -1 picks the best the
+ * CPU supports, else forces MK_ISA_PORTABLE / MK_ISA_AVX512 (error if unsupported). Null on failure. */
+mk_context *mk_context_create(int32_t threads, int32_t isa);
+void mk_context_destroy(mk_context *ctx);
+int32_t mk_context_isa(const mk_context *ctx);
+int32_t mk_context_threads(const mk_context *ctx);
+/* Whether this CPU can run MK_ISA_AVX512. */
+int32_t mk_cpu_has_avx512(void);
+
+/* out(n,m) F32 = x(n,k) F32 · w(m,k)ᵀ, w dtype MK_F32 or MK_BF16. */
+int32_t mk_matmul(mk_context *ctx, float *out, int64_t ldo, const float *x, int64_t ldx,
+                  const void *w, int32_t w_dtype, int64_t ldw, int64_t n, int64_t m, int64_t k);
+
+/* Per-row symmetric INT8: q(n,k), scales(n), x(n,k) of dtype MK_F32 or MK_BF16. */
+int32_t mk_quantize_rows(mk_context *ctx, int8_t *q, int64_t ldq, float *scales,
+                         const void *x, int32_t x_dtype, int64_t ldx, int64_t n, int64_t k);
+
+/* out(n,m) = (float)(xq · wᵀ)[t][o] * xs[t] * ws[o], INT32 accumulation; values in [-127, 127]. */
+int32_t mk_matmul_i8(mk_context *ctx, float *out, int64_t ldo, const int8_t *xq, int64_t ldx, const float *xs,
+                     const int8_t *w, int64_t ldw, const float *ws, int64_t n, int64_t m, int64_t k);
+
+/* out(m,k) (MK_F32 or MK_BF16) = fp8(w)(m,k) * scale_inv[i/block][j/block]; scale_inv row stride lds. */
+int32_t mk_dequant_fp8(mk_context *ctx, void *out, int32_t out_dtype, int64_t ldo, const uint8_t *w, int64_t ldw,
+                       const float *scale_inv, int64_t lds, int64_t m, int64_t k, int64_t block);
+
+/* out(n,d) = x / sqrt(mean(x^2) + eps) * weight(d). */
+int32_t mk_rms_norm(mk_context *ctx, float *out, int64_t ldo, const float *x, int64_t ldx, const float *weight,
+                    float eps, int64_t n, int64_t d);
+
+/* In place on x: rows of `rows_per_pos` consecutive rows (heads) share positions[row / rows_per_pos];
+ * pairs (2i, 2i+1) rotated by cos/sin[pos][i]; tables (max_pos, d/2) contiguous. */
+int32_t mk_rope(mk_context *ctx, float *x, int64_t ldx, int64_t rows, int64_t rows_per_pos, const int32_t *positions,
+                const float *cos_table, const float *sin_table, int64_t max_pos, int64_t d);
+
+/* out = silu(gate) * up on (n,d) matrices. */
+int32_t mk_silu_mul(mk_context *ctx, float *out, int64_t ldo, const float *gate, int64_t ldg, const float *up,
+                    int64_t ldu, int64_t n, int64_t d);
+
+/* DeepSeek-V3 gate; bias may be null. ids/weights (n, topk) contiguous; logits row stride ldl. */
+int32_t mk_moe_gate(mk_context *ctx, int32_t *ids, float *weights, const float *logits, int64_t ldl, const float *bias,
+                    int64_t n, int64_t experts, int32_t topk, int32_t n_group, int32_t topk_group,
+                    int32_t norm_topk_prob, float routed_scaling_factor);
+
+/* Absorbed MLA decode. q_latent/out (nq*heads, rank) row stride ldq/ldo; q_rope (nq*heads, rope) stride ldr;
+ * pages (num_pages, page_size, rank + rope) contiguous of dtype MK_BF16 or MK_F32;
+ * block_table (nq, max_pages) row stride ldb; context_lens (nq). */
+int32_t mk_mla_decode(mk_context *ctx, float *out, int64_t ldo, const float *q_latent, int64_t ldq,
+                      const float *q_rope, int64_t ldr, int64_t nq, int64_t heads, int64_t rank, int64_t rope,
+                      const void *pages, int32_t pages_dtype, int64_t num_pages, int64_t page_size,
+                      const int32_t *block_table, int64_t ldb, int64_t max_pages, const int32_t *context_lens,
+                      float softmax_scale);
+
+/* q(r,d), scales(r) = quantize_rows(x[rows[i]]); x has n rows. */
+int32_t mk_gather_quantize(mk_context *ctx, int8_t *q, int64_t ldq, float *scales, const float *x, int64_t ldx,
+                           int64_t n, const int32_t *rows, int64_t r, int64_t d);
+
+/* out[rows[i]] += weights[i] * y[i] for i = 0..r-1 in order; out has n rows. */
+int32_t mk_scatter_add(mk_context *ctx, float *out, int64_t ldo, int64_t n, const float *y, int64_t ldy,
+                       const int32_t *rows, const float *weights, int64_t r, int64_t d);
+
+/* out(n,d) of out_dtype = in(n,d) of in_dtype; F32 <-> BF16 (round to nearest even). */
+int32_t mk_convert(mk_context *ctx, void *out, int32_t out_dtype, int64_t ldo, const void *in, int32_t in_dtype,
+                   int64_t ldi, int64_t n, int64_t d);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

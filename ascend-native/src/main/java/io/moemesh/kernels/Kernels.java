@@ -1,0 +1,92 @@
+package io.moemesh.kernels;
+
+/**
+ * The kernel boundary: every op the model needs from the hardware. {@link ReferenceKernels} is the spec in
+ * plain scalar Java; {@link NativeKernels} runs C with AVX-512 (VNNI, BF16); an Ascend backend would map
+ * each op onto CANN operators (docs/ascend.md).
+ *
+ * <p>Shapes are written {@code (rows, cols)}; a tensor of higher rank is read as a matrix whose rows are all
+ * leading dimensions collapsed ({@link Tensor#rowStride()}). Every op is <b>row-independent</b>: an output
+ * row depends only on its own input rows, with a fixed reduction order, so results never depend on the
+ * thread count or on which other rows share the batch. Bad input throws {@link KernelException} naming the
+ * op and the shapes; nothing is written then.
+ */
+public interface Kernels {
+  /** Weight block edge of DeepSeek-V3's FP8 checkpoints ({@code quantization_config.weight_block_size}). */
+  int FP8_BLOCK = 128;
+
+  String name();
+
+  /**
+   * {@code out = x · wᵀ}. out F32 (n, m); x F32 (n, k); w F32 or BF16 (m, k). Each output element is one
+   * dot product over k in a fixed order; small n is a GEMV, large n a GEMM.
+   */
+  void matmul(Tensor out, Tensor x, Tensor w);
+
+  /**
+   * Per-row symmetric INT8 quantization (activations per token, weights per output channel):
+   * {@code amax = max|x|}, {@code scale = amax / 127}, {@code q = clamp(rint(x · (127 / amax)), -127, 127)};
+   * an all-zero row gets scale 0 and q 0. q I8 (n, k); scales F32 (n); x F32 or BF16 (n, k).
+   */
+  void quantizeRows(Tensor q, Tensor scales, Tensor x);
+
+  /**
+   * A8W8 matmul: {@code out[t][o] = (float) Σ_j xq[t][j]·w[o][j] · xScales[t] · wScales[o]} with exact
+   * INT32 accumulation, multiplied left to right in F32. out F32 (n, m); xq I8 (n, k); xScales F32 (n);
+   * w I8 (m, k); wScales F32 (m). INT8 values are in [-127, 127] (as {@link #quantizeRows} makes them).
+   */
+  void matmulInt8(Tensor out, Tensor xq, Tensor xScales, Tensor w, Tensor wScales);
+
+  /**
+   * FP8 e4m3 weights with block scales to F32 or BF16, as DeepSeek-V3's {@code weight_dequant}:
+   * {@code out[i][j] = fp8(w[i][j]) · scaleInv[i / block][j / block]}. out F32 or BF16 (m, k);
+   * w F8_E4M3 (m, k); scaleInv F32 (ceil(m / block), ceil(k / block)).
+   */
+  void dequantizeFp8(Tensor out, Tensor w, Tensor scaleInv, int block);
+
+  /** {@code out = x / sqrt(mean(x²) + eps) · weight} per row. out, x F32 (n, d); weight F32 (d). May alias. */
+  void rmsNorm(Tensor out, Tensor x, Tensor weight, float eps);
+
+  /**
+   * Rotary embedding in place on interleaved pairs {@code (x[2i], x[2i+1])}, as DeepSeek's reference does
+   * (complex multiplication by {@code cis(pos · freq_i)}). x F32 (n, heads, d) or (n, d); positions I32 (n).
+   */
+  void rope(Tensor x, Tensor positions, RopeTable table);
+
+  /** {@code out = silu(gate) · up = gate / (1 + e^-gate) · up}, elementwise. All F32 (n, d); out may alias. */
+  void siluMul(Tensor out, Tensor gate, Tensor up);
+
+  /**
+   * DeepSeek-V3's MoE gate (sigmoid, {@code noaux_tc}): scores = σ(logits); selection uses scores + bias;
+   * with groups, a group's score is the sum of its top-2 biased scores and only the best {@code topkGroup}
+   * groups stay; the top-k experts among them are chosen (ties: lower id first); weights are the unbiased
+   * scores of the chosen experts, renormalized when {@code normTopkProb}, times {@code routedScalingFactor}.
+   * expertIds I32 (n, topk) and weights F32 (n, topk) in descending selection score; logits F32 (n, E);
+   * bias F32 (E) or null.
+   */
+  void moeGate(Tensor expertIds, Tensor weights, Tensor logits, Tensor bias, GateParams params);
+
+  /**
+   * Absorbed MLA decode attention over a paged latent cache. For query row t and head h:
+   * {@code s_j = (qLatent[t,h]·c_kv[j] + qRope[t,h]·k_pe[j]) · softmaxScale} over the first
+   * {@code contextLens[t]} positions j of its pages, {@code out[t,h] = Σ_j softmax(s)_j · c_kv[j]}. The online
+   * softmax rescales by powers of two applied as integer adds to the F32 exponent (AMLA). out F32
+   * (nq, heads, kvLoraRank); qLatent F32 (nq, heads, kvLoraRank); qRope F32 (nq, heads, ropeDim).
+   */
+  void mlaDecode(Tensor out, Tensor qLatent, Tensor qRope, PagedLatentKv kv, float softmaxScale);
+
+  /**
+   * Dispatch: gathers rows of x into {@code q} quantized per row to INT8 ({@link #quantizeRows} semantics),
+   * {@code q[i] = quantize(x[rows[i]])}. q I8 (r, d); scales F32 (r); x F32 (n, d); rows I32 (r).
+   */
+  void gatherQuantize(Tensor q, Tensor scales, Tensor x, Tensor rows);
+
+  /**
+   * Combine: {@code out[rows[i]] += weights[i] · y[i]} for i = 0, 1, … in that order (never by arrival).
+   * out F32 (n, d); y F32 (r, d); rows I32 (r); weights F32 (r).
+   */
+  void scatterAdd(Tensor out, Tensor y, Tensor rows, Tensor weights);
+
+  /** Elementwise dtype conversion F32 → BF16 (round to nearest even) or BF16 → F32. Same shape. */
+  void convert(Tensor out, Tensor in);
+}

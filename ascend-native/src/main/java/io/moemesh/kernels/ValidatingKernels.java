@@ -1,0 +1,160 @@
+package io.moemesh.kernels;
+
+import static io.moemesh.kernels.DType.BF16;
+import static io.moemesh.kernels.DType.F32;
+import static io.moemesh.kernels.DType.F8_E4M3;
+import static io.moemesh.kernels.DType.I32;
+import static io.moemesh.kernels.DType.I8;
+
+/**
+ * The shape, dtype and liveness rules of every op, written once: each public op checks its arguments and
+ * then calls the implementation's {@code do*} method, which may assume them. Index-valued inputs (expert
+ * rows, block tables) are checked by the implementations, which read them anyway.
+ */
+public abstract class ValidatingKernels implements Kernels {
+
+  @Override
+  public final void matmul(Tensor out, Tensor x, Tensor w) {
+    var c = new Check("matmul", out, x, w);
+    c.dtype(out, "out", F32).dtype(x, "x", F32).dtype(w, "w", F32, BF16);
+    c.rows(out, x.numRows()).rows(w, out.rowLength()).cols(x, w.rowLength());
+    doMatmul(out, x, w);
+  }
+
+  @Override
+  public final void quantizeRows(Tensor q, Tensor scales, Tensor x) {
+    var c = new Check("quantizeRows", q, scales, x);
+    c.dtype(q, "q", I8).dtype(scales, "scales", F32).dtype(x, "x", F32, BF16);
+    c.sameMatrix(q, x).elements(scales, x.numRows());
+    doQuantizeRows(q, scales, x);
+  }
+
+  @Override
+  public final void matmulInt8(Tensor out, Tensor xq, Tensor xScales, Tensor w, Tensor wScales) {
+    var c = new Check("matmulInt8", out, xq, xScales, w, wScales);
+    c.dtype(out, "out", F32).dtype(xq, "xq", I8).dtype(xScales, "xScales", F32).dtype(w, "w", I8)
+        .dtype(wScales, "wScales", F32);
+    c.rows(out, xq.numRows()).rows(w, out.rowLength()).cols(xq, w.rowLength())
+        .elements(xScales, xq.numRows()).elements(wScales, w.numRows());
+    doMatmulInt8(out, xq, xScales, w, wScales);
+  }
+
+  @Override
+  public final void dequantizeFp8(Tensor out, Tensor w, Tensor scaleInv, int block) {
+    var c = new Check("dequantizeFp8", out, w, scaleInv);
+    c.dtype(out, "out", F32, BF16).dtype(w, "w", F8_E4M3).dtype(scaleInv, "scaleInv", F32);
+    c.sameMatrix(out, w);
+    if (block < 1) c.fail("block " + block + " must be positive");
+    c.rows(scaleInv, ceilDiv(w.numRows(), block)).cols(scaleInv, ceilDiv(w.rowLength(), block));
+    doDequantizeFp8(out, w, scaleInv, block);
+  }
+
+  @Override
+  public final void rmsNorm(Tensor out, Tensor x, Tensor weight, float eps) {
+    var c = new Check("rmsNorm", out, x, weight);
+    c.dtype(out, "out", F32).dtype(x, "x", F32).dtype(weight, "weight", F32);
+    c.sameMatrix(out, x).elements(weight, x.rowLength());
+    if (!(eps > 0)) c.fail("eps " + eps + " must be positive");
+    doRmsNorm(out, x, weight, eps);
+  }
+
+  @Override
+  public final void rope(Tensor x, Tensor positions, RopeTable table) {
+    var c = new Check("rope", x, positions, table.cos(), table.sin());
+    c.dtype(x, "x", F32).dtype(positions, "positions", I32).dtype(table.cos(), "cos", F32)
+        .dtype(table.sin(), "sin", F32).sameMatrix(table.sin(), table.cos());
+    if (x.rank() < 2) c.fail("x must be (n, d) or (n, heads, d)");
+    c.elements(positions, x.dim(0)).cols(x, table.ropeDim());
+    doRope(x, positions, table);
+  }
+
+  @Override
+  public final void siluMul(Tensor out, Tensor gate, Tensor up) {
+    var c = new Check("siluMul", out, gate, up);
+    c.dtype(out, "out", F32).dtype(gate, "gate", F32).dtype(up, "up", F32).sameMatrix(out, gate).sameMatrix(up, gate);
+    doSiluMul(out, gate, up);
+  }
+
+  @Override
+  public final void moeGate(Tensor expertIds, Tensor weights, Tensor logits, Tensor bias, GateParams params) {
+    var c = bias == null ? new Check("moeGate", expertIds, weights, logits) : new Check("moeGate", expertIds, weights, logits, bias);
+    c.dtype(expertIds, "expertIds", I32).dtype(weights, "weights", F32).dtype(logits, "logits", F32);
+    int experts = logits.rowLength();
+    if (bias != null) c.dtype(bias, "bias", F32).elements(bias, experts);
+    if (experts % params.nGroup() != 0) c.fail(experts + " experts do not split into " + params.nGroup() + " groups");
+    int perGroup = experts / params.nGroup();
+    if (params.nGroup() > 1 && perGroup < 2) c.fail("group scoring sums the top-2 scores: groups need ≥ 2 experts");
+    if (params.topk() > params.topkGroup() * perGroup)
+      c.fail("topk " + params.topk() + " exceeds the " + params.topkGroup() * perGroup + " experts of the kept groups");
+    c.rows(expertIds, logits.numRows()).cols(expertIds, params.topk()).sameMatrix(weights, expertIds);
+    doMoeGate(expertIds, weights, logits, bias, params);
+  }
+
+  @Override
+  public final void mlaDecode(Tensor out, Tensor qLatent, Tensor qRope, PagedLatentKv kv, float softmaxScale) {
+    Tensor pages = kv.pages();
+    var c = new Check("mlaDecode", out, qLatent, qRope, pages, kv.blockTable(), kv.contextLens());
+    c.dtype(out, "out", F32).dtype(qLatent, "qLatent", F32).dtype(qRope, "qRope", F32).dtype(pages, "pages", BF16, F32)
+        .dtype(kv.blockTable(), "blockTable", I32).dtype(kv.contextLens(), "contextLens", I32);
+    if (qLatent.rank() != 3 || qRope.rank() != 3 || pages.rank() != 3)
+      c.fail("qLatent, qRope (nq, heads, ·) and pages (numPages, pageSize, ·) must have rank 3");
+    c.sameMatrix(out, qLatent).rows(qRope, qLatent.numRows())
+        .cols(pages, qLatent.rowLength() + qRope.rowLength())
+        .rows(kv.blockTable(), qLatent.dim(0)).elements(kv.contextLens(), qLatent.dim(0));
+    if (!pages.isContiguous()) c.fail("pages must be contiguous");
+    doMlaDecode(out, qLatent, qRope, kv, softmaxScale);
+  }
+
+  @Override
+  public final void gatherQuantize(Tensor q, Tensor scales, Tensor x, Tensor rows) {
+    var c = new Check("gatherQuantize", q, scales, x, rows);
+    c.dtype(q, "q", I8).dtype(scales, "scales", F32).dtype(x, "x", F32).dtype(rows, "rows", I32);
+    c.rows(q, rows.numElements()).cols(q, x.rowLength()).elements(scales, rows.numElements());
+    doGatherQuantize(q, scales, x, rows);
+  }
+
+  @Override
+  public final void scatterAdd(Tensor out, Tensor y, Tensor rows, Tensor weights) {
+    var c = new Check("scatterAdd", out, y, rows, weights);
+    c.dtype(out, "out", F32).dtype(y, "y", F32).dtype(rows, "rows", I32).dtype(weights, "weights", F32);
+    c.rows(y, rows.numElements()).cols(y, out.rowLength()).elements(weights, rows.numElements());
+    doScatterAdd(out, y, rows, weights);
+  }
+
+  @Override
+  public final void convert(Tensor out, Tensor in) {
+    var c = new Check("convert", out, in);
+    boolean supported = (out.dtype() == BF16 && in.dtype() == F32) || (out.dtype() == F32 && in.dtype() == BF16);
+    if (!supported) c.fail("converts F32 ↔ BF16 only, not " + in.dtype() + " → " + out.dtype());
+    c.sameMatrix(out, in);
+    doConvert(out, in);
+  }
+
+  protected abstract void doMatmul(Tensor out, Tensor x, Tensor w);
+
+  protected abstract void doQuantizeRows(Tensor q, Tensor scales, Tensor x);
+
+  protected abstract void doMatmulInt8(Tensor out, Tensor xq, Tensor xScales, Tensor w, Tensor wScales);
+
+  protected abstract void doDequantizeFp8(Tensor out, Tensor w, Tensor scaleInv, int block);
+
+  protected abstract void doRmsNorm(Tensor out, Tensor x, Tensor weight, float eps);
+
+  protected abstract void doRope(Tensor x, Tensor positions, RopeTable table);
+
+  protected abstract void doSiluMul(Tensor out, Tensor gate, Tensor up);
+
+  protected abstract void doMoeGate(Tensor expertIds, Tensor weights, Tensor logits, Tensor bias, GateParams params);
+
+  protected abstract void doMlaDecode(Tensor out, Tensor qLatent, Tensor qRope, PagedLatentKv kv, float softmaxScale);
+
+  protected abstract void doGatherQuantize(Tensor q, Tensor scales, Tensor x, Tensor rows);
+
+  protected abstract void doScatterAdd(Tensor out, Tensor y, Tensor rows, Tensor weights);
+
+  protected abstract void doConvert(Tensor out, Tensor in);
+
+  static long ceilDiv(long a, long b) {
+    return (a + b - 1) / b;
+  }
+}
