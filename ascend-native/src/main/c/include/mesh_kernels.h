@@ -50,6 +50,11 @@ int32_t mk_context_threads(const mk_context *ctx);
 /* Whether this CPU can run MK_ISA_AVX512. */
 int32_t mk_cpu_has_avx512(void);
 
+/* Runs a register-only INT8 multiply-accumulate loop (VPDPBUSD on AVX-512) `iterations` times on every
+ * thread of the context and returns the INT8 operations done (2 per multiply-add); the caller times it.
+ * This is the machine's achievable INT8 peak, the yardstick of the GEMM benchmark. */
+double mk_int8_peak_ops(mk_context *ctx, int64_t iterations);
+
 /* out(n,m) F32 = x(n,k) F32 · w(m,k)ᵀ, w dtype MK_F32 or MK_BF16. */
 int32_t mk_matmul(mk_context *ctx, float *out, int64_t ldo, const float *x, int64_t ldx,
                   const void *w, int32_t w_dtype, int64_t ldw, int64_t n, int64_t m, int64_t k);
@@ -92,6 +97,18 @@ int32_t mk_mla_decode(mk_context *ctx, float *out, int64_t ldo, const float *q_l
                       const void *pages, int32_t pages_dtype, int64_t num_pages, int64_t page_size,
                       const int32_t *block_table, int64_t ldb, int64_t max_pages, const int32_t *context_lens,
                       float softmax_scale);
+
+/* Causal attention over explicit keys and values (the naive MLA form, used for prompts): query row t
+ * (of nq, each with `heads` heads) attends key rows j < context_lens[t]:
+ * out[t,h] = softmax_j(q[t,h]·k[j,h] · scale) · v[j,h]. q (nq*heads, dqk) stride ldq; k (nk*heads, dqk)
+ * stride ldk; v (nk*heads, dv) stride ldv; out (nq*heads, dv) stride ldo. */
+int32_t mk_attention(mk_context *ctx, float *out, int64_t ldo, const float *q, int64_t ldq, const float *k,
+                     int64_t ldk, const float *v, int64_t ldv, int64_t nq, int64_t nk, int64_t heads, int64_t dqk,
+                     int64_t dv, const int32_t *context_lens, float scale);
+
+/* out = a + b on (n,d) matrices; out may alias a or b. */
+int32_t mk_add(mk_context *ctx, float *out, int64_t ldo, const float *a, int64_t lda, const float *b, int64_t ldb,
+               int64_t n, int64_t d);
 
 /* q(r,d), scales(r) = quantize_rows(x[rows[i]]); x has n rows. */
 int32_t mk_gather_quantize(mk_context *ctx, int8_t *q, int64_t ldq, float *scales, const float *x, int64_t ldx,

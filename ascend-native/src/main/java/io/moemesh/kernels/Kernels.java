@@ -58,8 +58,8 @@ public interface Kernels {
 
   /**
    * DeepSeek-V3's MoE gate (sigmoid, {@code noaux_tc}): scores = σ(logits); selection uses scores + bias;
-   * with groups, a group's score is the sum of its top-2 biased scores and only the best {@code topkGroup}
-   * groups stay; the top-k experts among them are chosen (ties: lower id first); weights are the unbiased
+   * with groups, a group's score is the sum of its top-2 biased scores (without a bias: its highest score,
+   * as in DeepSeek's reference) and only the best {@code topkGroup} groups stay (ties: lower group first); the top-k experts among them are chosen (ties: lower id first); weights are the unbiased
    * scores of the chosen experts, renormalized when {@code normTopkProb}, times {@code routedScalingFactor}.
    * expertIds I32 (n, topk) and weights F32 (n, topk) in descending selection score; logits F32 (n, E);
    * bias F32 (E) or null.
@@ -74,6 +74,18 @@ public interface Kernels {
    * (nq, heads, kvLoraRank); qLatent F32 (nq, heads, kvLoraRank); qRope F32 (nq, heads, ropeDim).
    */
   void mlaDecode(Tensor out, Tensor qLatent, Tensor qRope, PagedLatentKv kv, float softmaxScale);
+
+  /**
+   * Causal attention over explicit keys and values — MLA's naive form, used for prompt tokens: query row t
+   * and head h attend key rows {@code j < contextLens[t]},
+   * {@code out[t,h] = Σ_j softmax_j(q[t,h]·k[j,h] · softmaxScale) · v[j,h]}, with the ordinary
+   * max-subtracting F32 softmax of DeepSeek's reference. out F32 (nq, heads, dv); q F32 (nq, heads, dqk);
+   * k F32 (nk, heads, dqk); v F32 (nk, heads, dv); contextLens I32 (nq), each in [1, nk].
+   */
+  void attention(Tensor out, Tensor q, Tensor k, Tensor v, Tensor contextLens, float softmaxScale);
+
+  /** {@code out = a + b}, elementwise (the residual stream). All F32 (n, d); out may alias a or b. */
+  void add(Tensor out, Tensor a, Tensor b);
 
   /**
    * Dispatch: gathers rows of x into {@code q} quantized per row to INT8 ({@link #quantizeRows} semantics),

@@ -1,6 +1,8 @@
 package io.moemesh.kernels;
 
 import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.lang.foreign.ValueLayout;
 import java.util.Arrays;
 
@@ -84,6 +86,22 @@ public final class Tensor {
     return new Tensor(segment.asSlice(offset, bytes), dtype, s, strides);
   }
 
+  /**
+   * Columns {@code [from, to)} of the last dimension, sharing memory. Rows keep their stride, so the view is
+   * row-strided ({@link #rowStride()} &gt; {@link #rowLength()}): e.g. DeepSeek's MLA splits one projection's
+   * output into {@code q_nope} and {@code q_pe} this way.
+   */
+  public Tensor cols(int from, int to) {
+    int last = shape.length - 1;
+    if (shape.length == 0 || from < 0 || to < from || to > shape[last])
+      throw new IndexOutOfBoundsException("cols [" + from + ", " + to + ") of " + this);
+    int[] s = shape.clone();
+    s[last] = to - from;
+    long offset = from * strides[last] * dtype.byteSize();
+    long bytes = numElements(s) == 0 ? 0 : spanBytes(s, strides, dtype);
+    return new Tensor(segment.asSlice(offset, bytes), dtype, s, strides);
+  }
+
   /** The same contiguous memory under another shape with the same number of elements. */
   public Tensor reshape(int... newShape) {
     if (!isContiguous()) throw new IllegalStateException("reshape of a non-contiguous tensor " + this);
@@ -159,8 +177,34 @@ public final class Tensor {
       return;
     }
     int size = dtype.byteSize();
+    long rowStride = rowStride(), sourceRowStride = source.rowStride();
+    if (rowStride >= 0 && sourceRowStride >= 0 && rowLength() == source.rowLength()) { // row by row
+      long rowBytes = (long) rowLength() * size;
+      for (long r = 0; r < numRows(); r++)
+        MemorySegment.copy(source.segment, r * sourceRowStride * size, segment, r * rowStride * size, rowBytes);
+      return;
+    }
     for (long i = 0; i < numElements(); i++)
       MemorySegment.copy(source.segment, source.byteOffset(i), segment, byteOffset(i), size);
+  }
+
+  /**
+   * Copies raw little-endian bytes (e.g. a tensor's slice of a memory-mapped checkpoint) into this contiguous
+   * tensor; {@code bytes.remaining()} must equal its byte size. The buffer's position is left unchanged.
+   */
+  public void copyFromBytes(ByteBuffer bytes) {
+    long size = numElements() * dtype.byteSize();
+    if (!isContiguous()) throw new IllegalStateException("copyFromBytes into a non-contiguous tensor " + this);
+    if (bytes.remaining() != size)
+      throw new IllegalArgumentException(bytes.remaining() + " bytes for " + this + ", which holds " + size);
+    MemorySegment.copy(MemorySegment.ofBuffer(bytes), 0, segment, 0, size);
+  }
+
+  /** This contiguous tensor's bytes (little-endian), read-only, for writing it to a file. */
+  public ByteBuffer asReadOnlyBytes() {
+    if (!isContiguous()) throw new IllegalStateException("asReadOnlyBytes of a non-contiguous tensor " + this);
+    return segment.asSlice(0, numElements() * dtype.byteSize()).asByteBuffer().asReadOnlyBuffer()
+        .order(ByteOrder.LITTLE_ENDIAN);
   }
 
   @Override

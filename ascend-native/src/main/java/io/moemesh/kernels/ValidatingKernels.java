@@ -62,7 +62,8 @@ public abstract class ValidatingKernels implements Kernels {
   public final void rope(Tensor x, Tensor positions, RopeTable table) {
     var c = new Check("rope", x, positions, table.cos(), table.sin());
     c.dtype(x, "x", F32).dtype(positions, "positions", I32).dtype(table.cos(), "cos", F32)
-        .dtype(table.sin(), "sin", F32).sameMatrix(table.sin(), table.cos());
+        .dtype(table.sin(), "sin", F32).sameMatrix(table.sin(), table.cos())
+        .elements(table.cos(), table.cos().numElements()).elements(table.sin(), table.sin().numElements());
     if (x.rank() < 2) c.fail("x must be (n, d) or (n, heads, d)");
     c.elements(positions, x.dim(0)).cols(x, table.ropeDim());
     doRope(x, positions, table);
@@ -83,10 +84,11 @@ public abstract class ValidatingKernels implements Kernels {
     if (bias != null) c.dtype(bias, "bias", F32).elements(bias, experts);
     if (experts % params.nGroup() != 0) c.fail(experts + " experts do not split into " + params.nGroup() + " groups");
     int perGroup = experts / params.nGroup();
-    if (params.nGroup() > 1 && perGroup < 2) c.fail("group scoring sums the top-2 scores: groups need ≥ 2 experts");
+    if (params.nGroup() > 1 && bias != null && perGroup < 2) c.fail("group scoring sums the top-2 scores: groups need ≥ 2 experts");
     if (params.topk() > params.topkGroup() * perGroup)
       c.fail("topk " + params.topk() + " exceeds the " + params.topkGroup() * perGroup + " experts of the kept groups");
-    c.rows(expertIds, logits.numRows()).cols(expertIds, params.topk()).sameMatrix(weights, expertIds);
+    c.rows(expertIds, logits.numRows()).cols(expertIds, params.topk()).sameMatrix(weights, expertIds)
+        .elements(expertIds, expertIds.numElements()).elements(weights, weights.numElements());
     doMoeGate(expertIds, weights, logits, bias, params);
   }
 
@@ -106,10 +108,29 @@ public abstract class ValidatingKernels implements Kernels {
   }
 
   @Override
+  public final void attention(Tensor out, Tensor q, Tensor k, Tensor v, Tensor contextLens, float softmaxScale) {
+    var c = new Check("attention", out, q, k, v, contextLens);
+    c.dtype(out, "out", F32).dtype(q, "q", F32).dtype(k, "k", F32).dtype(v, "v", F32).dtype(contextLens, "contextLens", I32);
+    if (q.rank() != 3 || k.rank() != 3 || v.rank() != 3 || out.rank() != 3) c.fail("out, q, k and v must be (rows, heads, dim)");
+    if (k.dim(1) != q.dim(1) || v.dim(1) != q.dim(1) || out.dim(1) != q.dim(1)) c.fail("head counts differ");
+    c.cols(k, q.rowLength()).rows(v, k.numRows()).rows(out, q.numRows()).cols(out, v.rowLength())
+        .elements(contextLens, q.dim(0));
+    doAttention(out, q, k, v, contextLens, softmaxScale);
+  }
+
+  @Override
+  public final void add(Tensor out, Tensor a, Tensor b) {
+    var c = new Check("add", out, a, b);
+    c.dtype(out, "out", F32).dtype(a, "a", F32).dtype(b, "b", F32).sameMatrix(out, a).sameMatrix(b, a);
+    doAdd(out, a, b);
+  }
+
+  @Override
   public final void gatherQuantize(Tensor q, Tensor scales, Tensor x, Tensor rows) {
     var c = new Check("gatherQuantize", q, scales, x, rows);
     c.dtype(q, "q", I8).dtype(scales, "scales", F32).dtype(x, "x", F32).dtype(rows, "rows", I32);
-    c.rows(q, rows.numElements()).cols(q, x.rowLength()).elements(scales, rows.numElements());
+    c.rows(q, rows.numElements()).cols(q, x.rowLength()).elements(scales, rows.numElements())
+        .elements(rows, rows.numElements());
     doGatherQuantize(q, scales, x, rows);
   }
 
@@ -117,7 +138,8 @@ public abstract class ValidatingKernels implements Kernels {
   public final void scatterAdd(Tensor out, Tensor y, Tensor rows, Tensor weights) {
     var c = new Check("scatterAdd", out, y, rows, weights);
     c.dtype(out, "out", F32).dtype(y, "y", F32).dtype(rows, "rows", I32).dtype(weights, "weights", F32);
-    c.rows(y, rows.numElements()).cols(y, out.rowLength()).elements(weights, rows.numElements());
+    c.rows(y, rows.numElements()).cols(y, out.rowLength()).elements(weights, rows.numElements())
+        .elements(rows, rows.numElements());
     doScatterAdd(out, y, rows, weights);
   }
 
@@ -147,6 +169,10 @@ public abstract class ValidatingKernels implements Kernels {
   protected abstract void doMoeGate(Tensor expertIds, Tensor weights, Tensor logits, Tensor bias, GateParams params);
 
   protected abstract void doMlaDecode(Tensor out, Tensor qLatent, Tensor qRope, PagedLatentKv kv, float softmaxScale);
+
+  protected abstract void doAttention(Tensor out, Tensor q, Tensor k, Tensor v, Tensor contextLens, float softmaxScale);
+
+  protected abstract void doAdd(Tensor out, Tensor a, Tensor b);
 
   protected abstract void doGatherQuantize(Tensor q, Tensor scales, Tensor x, Tensor rows);
 

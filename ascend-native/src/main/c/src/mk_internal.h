@@ -1,0 +1,70 @@
+/* Internal plumbing of the kernel library: the thread pool, the per-ISA row kernels, shared helpers. */
+#ifndef MK_INTERNAL_H
+#define MK_INTERNAL_H
+
+#include "mesh_kernels.h"
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define MK_EXPORT __attribute__((visibility("default")))
+
+/* ---- thread pool: run fn(arg, begin, end) over [0, n) split into contiguous per-thread ranges ---- */
+typedef void (*mk_range_fn)(void *arg, int64_t begin, int64_t end);
+/* Splits [0, n) into at most ctx->threads ranges whose bounds are multiples of `grain` (except the end);
+ * runs them in parallel when `work` (a rough cost, e.g. bytes touched) is worth waking threads for.
+ * Which thread computes a row never changes the result: kernels keep a fixed order per row. */
+void mk_parallel_for(mk_context *ctx, int64_t n, int64_t grain, int64_t work, mk_range_fn fn, void *arg);
+
+/* ---- numeric helpers shared by every path ---- */
+static inline float mk_bf16_to_f32(uint16_t h) {
+  uint32_t bits = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
+static inline uint16_t mk_f32_to_bf16(float f) {
+  uint32_t bits;
+  memcpy(&bits, &f, 4);
+  if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((bits >> 16) | 0x0040u); /* quiet NaN */
+  return (uint16_t)((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
+}
+
+float mk_fp8_e4m3_to_f32(uint8_t b);
+
+/* ---- the row kernels of one instruction set; every public op is a loop over these ---- */
+typedef struct mk_isa {
+  int32_t id;
+  /* out[t*ldo + o] for t < mr, o < nr: dot(x row t, w row o) over k; mr, nr <= 4. w dtype F32 or BF16. */
+  void (*matmul_tile)(float *out, int64_t ldo, const float *x, int64_t ldx, const void *w, int32_t w_bf16,
+                      int64_t ldw, int64_t mr, int64_t nr, int64_t k);
+  /* acc[t*4 + o] = Σ xu[t][j] * w[o][j] with xu = x + 128 as unsigned bytes; mr, nr <= 4. When wsum is
+   * not null it also gets wsum[o] = Σ w[o][j] (fused, so a GEMV reads its weights once). */
+  void (*dot_u8i8_tile)(int32_t *acc, int32_t *wsum, const uint8_t *xu, int64_t ldx, const int8_t *w, int64_t ldw,
+                        int64_t mr, int64_t nr, int64_t k);
+  /* One row of quantize_rows; x F32 or BF16. Also writes xu = q + 128 when xu != NULL. */
+  void (*quantize_row)(int8_t *q, uint8_t *xu, float *scale, const void *x, int32_t x_bf16, int64_t k);
+  float (*sum_squares)(const float *x, int64_t d);
+  void (*scale_mul)(float *out, const float *x, float r, const float *weight, int64_t d);
+  void (*silu_mul)(float *out, const float *gate, const float *up, int64_t d);
+  /* out = out + w * y, rounded twice (no fused multiply-add), as the Java spec */
+  void (*axpy)(float *out, float w, const float *y, int64_t d);
+  float (*dot_f32)(const float *a, const float *b, int64_t d);
+  /* Register-only VPDPBUSD (or portable stand-in) loop: returns int8 ops done. */
+  double (*int8_peak_loop)(int64_t iterations);
+} mk_isa;
+
+extern const mk_isa mk_isa_portable;
+#if defined(__x86_64__)
+extern const mk_isa mk_isa_avx512;
+#endif
+
+struct mk_pool;
+struct mk_context {
+  const mk_isa *isa;
+  int32_t threads;
+  struct mk_pool *pool;
+};
+
+#endif

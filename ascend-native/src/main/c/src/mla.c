@@ -1,0 +1,169 @@
+/* Absorbed MLA decode attention over a paged latent cache, with AMLA's online softmax.
+ *
+ * Every head of a query row reads the same latent vector per position (MLA is multi-query in the latent
+ * space), so each position is converted to F32 once and used by all heads. Work is split into fixed
+ * chunks of CHUNK positions per query row — independent of the thread count — each producing a partial
+ * (M, l, o); partials are combined in chunk order, so results never depend on threads or batch.
+ *
+ * AMLA ("multiplication to addition"): scores are taken in base 2 and the running max M is an integer, so
+ * every rescaling factor is 2^-Δ for an integer Δ, applied by subtracting Δ from the F32 exponent field. */
+#include "mk_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#define CHUNK 512 /* positions per work item */
+#define BLOCK 16  /* positions converted and scored together */
+#define M_NONE INT32_MIN
+#define LOG2E 1.44269504088896340736f
+
+/* v[i] *= 2^-delta for delta >= 0, as an integer subtract on the exponent; values that would become
+ * subnormal flush to zero (they are below 2^-126 of the running max: no weight in the softmax). */
+static void scale_down_pow2(float *v, int64_t n, int32_t delta) {
+  if (delta == 0) return;
+  for (int64_t i = 0; i < n; i++) {
+    uint32_t bits;
+    memcpy(&bits, &v[i], 4);
+    int32_t exponent = (int32_t)((bits >> 23) & 0xFF);
+    bits = exponent <= delta ? (bits & 0x80000000u) : bits - ((uint32_t)delta << 23);
+    memcpy(&v[i], &bits, 4);
+  }
+}
+
+typedef struct {
+  const mk_isa *isa;
+  const float *q_latent, *q_rope;
+  int64_t ldq, ldr, heads, rank, rope;
+  const void *pages;
+  int32_t pages_bf16;
+  int64_t page_size, num_pages;
+  const int32_t *block_table;
+  int64_t ldb;
+  const int32_t *context_lens;
+  float scale2; /* softmax_scale · log2(e) */
+  int64_t chunks_per_row;
+  /* partials, per work item: m[heads], l[heads], o[heads * rank] */
+  int32_t *part_m;
+  float *part_l, *part_o;
+} mla_job;
+
+static const void *kv_row(const mla_job *j, int64_t t, int64_t pos) {
+  int64_t page = j->block_table[t * j->ldb + pos / j->page_size];
+  int64_t offset = (page * j->page_size + pos % j->page_size) * (j->rank + j->rope);
+  return (const char *)j->pages + (size_t)offset * (j->pages_bf16 ? 2 : 4);
+}
+
+static void mla_item(const mla_job *j, int64_t item, float *kv, float *s) {
+  int64_t t = item / j->chunks_per_row, chunk = item % j->chunks_per_row;
+  int64_t width = j->rank + j->rope, begin = chunk * CHUNK, end = j->context_lens[t];
+  if (end > begin + CHUNK) end = begin + CHUNK;
+  int32_t *m = j->part_m + item * j->heads;
+  float *l = j->part_l + item * j->heads, *o = j->part_o + item * j->heads * j->rank;
+  for (int64_t h = 0; h < j->heads; h++) m[h] = M_NONE, l[h] = 0;
+  memset(o, 0, sizeof(float) * (size_t)(j->heads * j->rank));
+  for (int64_t b = begin; b < end; b += BLOCK) {
+    int64_t count = end - b < BLOCK ? end - b : BLOCK;
+    for (int64_t p = 0; p < count; p++) {
+      const void *row = kv_row(j, t, b + p);
+      if (j->pages_bf16) for (int64_t c = 0; c < width; c++) kv[p * width + c] = mk_bf16_to_f32(((const uint16_t *)row)[c]);
+      else memcpy(kv + p * width, row, sizeof(float) * (size_t)width);
+    }
+    for (int64_t h = 0; h < j->heads; h++) {
+      const float *ql = j->q_latent + (t * j->heads + h) * j->ldq, *qr = j->q_rope + (t * j->heads + h) * j->ldr;
+      float block_max = -INFINITY;
+      for (int64_t p = 0; p < count; p++) {
+        const float *row = kv + p * width;
+        float score = (j->isa->dot_f32(ql, row, j->rank) + j->isa->dot_f32(qr, row + j->rank, j->rope)) * j->scale2;
+        s[p] = score;
+        if (score > block_max) block_max = score;
+      }
+      float ceiling = ceilf(block_max);
+      if (!(ceiling > -0x1p30f)) ceiling = -0x1p30f; /* also catches NaN */
+      if (ceiling > 0x1p30f) ceiling = 0x1p30f;
+      int32_t block_m = (int32_t)ceiling;
+      if (block_m > m[h]) {
+        if (m[h] != M_NONE) {
+          int64_t delta = (int64_t)block_m - m[h];
+          int32_t d = delta > 255 ? 255 : (int32_t)delta;
+          scale_down_pow2(o + h * j->rank, j->rank, d);
+          scale_down_pow2(l + h, 1, d);
+        }
+        m[h] = block_m;
+      }
+      for (int64_t p = 0; p < count; p++) {
+        float prob = exp2f(s[p] - (float)m[h]);
+        l[h] += prob;
+        j->isa->axpy(o + h * j->rank, prob, kv + p * width, j->rank);
+      }
+    }
+  }
+}
+
+static void mla_range(void *raw, int64_t begin, int64_t end) {
+  const mla_job *j = raw;
+  float *scratch = malloc(sizeof(float) * (size_t)(BLOCK * (j->rank + j->rope) + BLOCK));
+  if (scratch == NULL) abort(); /* a few KiB; failure here means the process is already lost */
+  for (int64_t item = begin; item < end; item++) mla_item(j, item, scratch, scratch + BLOCK * (j->rank + j->rope));
+  free(scratch);
+}
+
+/* Combines a row's chunk partials in chunk order and writes out = o / l. */
+static void mla_combine(const mla_job *j, int64_t t, float *out, int64_t ldo) {
+  int64_t chunks = (j->context_lens[t] + CHUNK - 1) / CHUNK;
+  for (int64_t h = 0; h < j->heads; h++) {
+    int32_t m = M_NONE;
+    for (int64_t c = 0; c < chunks; c++) {
+      int32_t mc = j->part_m[(t * j->chunks_per_row + c) * j->heads + h];
+      if (mc > m) m = mc;
+    }
+    float *dst = out + (t * j->heads + h) * ldo, l = 0;
+    memset(dst, 0, sizeof(float) * (size_t)j->rank);
+    for (int64_t c = 0; c < chunks; c++) {
+      int64_t item = t * j->chunks_per_row + c;
+      int64_t delta = (int64_t)m - j->part_m[item * j->heads + h];
+      int32_t d = delta > 255 ? 255 : (int32_t)delta;
+      float *o = j->part_o + (item * j->heads + h) * j->rank, lc = j->part_l[item * j->heads + h];
+      scale_down_pow2(o, j->rank, d);
+      scale_down_pow2(&lc, 1, d);
+      l += lc;
+      j->isa->axpy(dst, 1.0f, o, j->rank);
+    }
+    for (int64_t c = 0; c < j->rank; c++) dst[c] = dst[c] / l;
+  }
+}
+
+MK_EXPORT int32_t mk_mla_decode(mk_context *ctx, float *out, int64_t ldo, const float *q_latent, int64_t ldq,
+                                const float *q_rope, int64_t ldr, int64_t nq, int64_t heads, int64_t rank,
+                                int64_t rope, const void *pages, int32_t pages_dtype, int64_t num_pages,
+                                int64_t page_size, const int32_t *block_table, int64_t ldb, int64_t max_pages,
+                                const int32_t *context_lens, float softmax_scale) {
+  if (ctx == NULL || out == NULL || q_latent == NULL || q_rope == NULL || pages == NULL || block_table == NULL ||
+      context_lens == NULL)
+    return MK_E_NULL;
+  if (nq < 0 || heads < 1 || rank < 1 || rope < 0 || page_size < 1 || num_pages < 0 || max_pages < 0 ||
+      ldo < rank || ldq < rank || ldr < rope || ldb < max_pages)
+    return MK_E_SHAPE;
+  if (pages_dtype != MK_BF16 && pages_dtype != MK_F32) return MK_E_DTYPE;
+  int64_t longest = 0;
+  for (int64_t t = 0; t < nq; t++) {
+    int64_t len = context_lens[t];
+    if (len < 1 || len > max_pages * page_size) return MK_E_INDEX;
+    for (int64_t p = 0; p < (len + page_size - 1) / page_size; p++)
+      if (block_table[t * ldb + p] < 0 || block_table[t * ldb + p] >= num_pages) return MK_E_INDEX;
+    if (len > longest) longest = len;
+  }
+  int64_t chunks_per_row = (longest + CHUNK - 1) / CHUNK, items = nq * chunks_per_row;
+  mla_job j = {ctx->isa, q_latent, q_rope, ldq, ldr, heads, rank, rope, pages, pages_dtype == MK_BF16, page_size,
+               num_pages, block_table, ldb, context_lens, softmax_scale * LOG2E, chunks_per_row, NULL, NULL, NULL};
+  j.part_m = malloc(sizeof(int32_t) * (size_t)(items * heads));
+  j.part_l = malloc(sizeof(float) * (size_t)(items * heads));
+  j.part_o = malloc(sizeof(float) * (size_t)(items * heads * rank));
+  if (j.part_m == NULL || j.part_l == NULL || j.part_o == NULL) {
+    free(j.part_m), free(j.part_l), free(j.part_o);
+    return MK_E_NOMEM;
+  }
+  mk_parallel_for(ctx, items, 1, items * CHUNK * (rank + rope) * heads, mla_range, &j);
+  for (int64_t t = 0; t < nq; t++) mla_combine(&j, t, out, ldo);
+  free(j.part_m), free(j.part_l), free(j.part_o);
+  return MK_OK;
+}

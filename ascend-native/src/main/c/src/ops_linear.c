@@ -1,0 +1,145 @@
+/* The linear-algebra ops of the ABI: matmul (F32/BF16 weights), INT8 quantization and A8W8 matmul. Each
+ * splits output columns (weight rows) or rows across threads and loops over the ISA's tiles. */
+#include "mk_internal.h"
+
+#include <stdlib.h>
+
+#define TILE 4
+#define X_BLOCK 64 /* activation rows kept hot in L2 while all weight rows stream past */
+
+/* ---- matmul ---- */
+typedef struct {
+  const mk_isa *isa;
+  float *out;
+  const float *x;
+  const void *w;
+  int64_t ldo, ldx, ldw, n, k;
+  int32_t w_bf16;
+} matmul_job;
+
+static void matmul_range(void *raw, int64_t o_begin, int64_t o_end) {
+  matmul_job *j = raw;
+  size_t wsize = j->w_bf16 ? 2 : 4;
+  for (int64_t t0 = 0; t0 < j->n; t0 += X_BLOCK) {
+    int64_t t_end = t0 + X_BLOCK < j->n ? t0 + X_BLOCK : j->n;
+    for (int64_t o = o_begin; o < o_end; o += TILE) {
+      int64_t nr = o_end - o < TILE ? o_end - o : TILE;
+      const void *w = (const char *)j->w + (size_t)(o * j->ldw) * wsize;
+      for (int64_t t = t0; t < t_end; t += TILE) {
+        int64_t mr = t_end - t < TILE ? t_end - t : TILE;
+        j->isa->matmul_tile(j->out + t * j->ldo + o, j->ldo, j->x + t * j->ldx, j->ldx, w, j->w_bf16, j->ldw, mr, nr, j->k);
+      }
+    }
+  }
+}
+
+MK_EXPORT int32_t mk_matmul(mk_context *ctx, float *out, int64_t ldo, const float *x, int64_t ldx, const void *w,
+                            int32_t w_dtype, int64_t ldw, int64_t n, int64_t m, int64_t k) {
+  if (ctx == NULL || out == NULL || x == NULL || w == NULL) return MK_E_NULL;
+  if (n < 0 || m < 0 || k < 0 || ldo < m || ldx < k || ldw < k) return MK_E_SHAPE;
+  if (w_dtype != MK_F32 && w_dtype != MK_BF16) return MK_E_DTYPE;
+  matmul_job j = {ctx->isa, out, x, w, ldo, ldx, ldw, n, k, w_dtype == MK_BF16};
+  int64_t bytes = m * k * (w_dtype == MK_BF16 ? 2 : 4);
+  mk_parallel_for(ctx, m, 16, bytes + n * m * k, matmul_range, &j);
+  return MK_OK;
+}
+
+/* ---- quantize_rows ---- */
+typedef struct {
+  const mk_isa *isa;
+  int8_t *q;
+  float *scales;
+  const void *x;
+  int64_t ldq, ldx, k;
+  int32_t x_bf16;
+} quantize_job;
+
+static void quantize_range(void *raw, int64_t begin, int64_t end) {
+  quantize_job *j = raw;
+  size_t xsize = j->x_bf16 ? 2 : 4;
+  for (int64_t t = begin; t < end; t++)
+    j->isa->quantize_row(j->q + t * j->ldq, NULL, j->scales + t, (const char *)j->x + (size_t)(t * j->ldx) * xsize,
+                         j->x_bf16, j->k);
+}
+
+MK_EXPORT int32_t mk_quantize_rows(mk_context *ctx, int8_t *q, int64_t ldq, float *scales, const void *x,
+                                   int32_t x_dtype, int64_t ldx, int64_t n, int64_t k) {
+  if (ctx == NULL || q == NULL || scales == NULL || x == NULL) return MK_E_NULL;
+  if (n < 0 || k < 0 || ldq < k || ldx < k) return MK_E_SHAPE;
+  if (x_dtype != MK_F32 && x_dtype != MK_BF16) return MK_E_DTYPE;
+  quantize_job j = {ctx->isa, q, scales, x, ldq, ldx, k, x_dtype == MK_BF16};
+  mk_parallel_for(ctx, n, 1, n * k * 4, quantize_range, &j);
+  return MK_OK;
+}
+
+/* ---- A8W8 matmul ----
+ * VPDPBUSD multiplies unsigned by signed bytes, so activations travel as xu = xq + 128 and each dot is
+ * corrected by 128 · Σw: Σ xq·w = Σ xu·w − 128·Σ w. Integer sums are exact, so the result does not depend
+ * on the blocking, and equals the scalar spec bit for bit. */
+typedef struct {
+  const mk_isa *isa;
+  float *out;
+  const uint8_t *xu;
+  const float *xs;
+  const int8_t *w;
+  const float *ws;
+  int64_t ldo, ldw, n, k;
+} matmul_i8_job;
+
+static void matmul_i8_range(void *raw, int64_t o_begin, int64_t o_end) {
+  matmul_i8_job *j = raw;
+  int32_t acc[TILE * TILE];
+  int32_t wsum[TILE];
+  for (int64_t t0 = 0; t0 < j->n; t0 += X_BLOCK) {
+    int64_t t_end = t0 + X_BLOCK < j->n ? t0 + X_BLOCK : j->n;
+    for (int64_t o = o_begin; o < o_end; o += TILE) {
+      int64_t nr = o_end - o < TILE ? o_end - o : TILE;
+      const int8_t *w = j->w + o * j->ldw;
+      for (int64_t t = t0; t < t_end; t += TILE) {
+        int64_t mr = t_end - t < TILE ? t_end - t : TILE;
+        j->isa->dot_u8i8_tile(acc, t == t0 ? wsum : NULL, j->xu + t * j->k, j->k, w, j->ldw, mr, nr, j->k);
+        for (int64_t r = 0; r < mr; r++)
+          for (int64_t c = 0; c < nr; c++) {
+            int32_t dot = (int32_t)((uint32_t)acc[r * TILE + c] - 128u * (uint32_t)wsum[c]);
+            j->out[(t + r) * j->ldo + o + c] = (float)dot * j->xs[t + r] * j->ws[o + c];
+          }
+      }
+    }
+  }
+}
+
+MK_EXPORT int32_t mk_matmul_i8(mk_context *ctx, float *out, int64_t ldo, const int8_t *xq, int64_t ldx,
+                               const float *xs, const int8_t *w, int64_t ldw, const float *ws, int64_t n, int64_t m,
+                               int64_t k) {
+  if (ctx == NULL || out == NULL || xq == NULL || xs == NULL || w == NULL || ws == NULL) return MK_E_NULL;
+  if (n < 0 || m < 0 || k < 0 || ldo < m || ldx < k || ldw < k) return MK_E_SHAPE;
+  uint8_t *xu = aligned_alloc(64, (size_t)((n * k + 63) / 64 * 64) + 64);
+  if (xu == NULL) return MK_E_NOMEM;
+  for (int64_t t = 0; t < n; t++)
+    for (int64_t c = 0; c < k; c++) xu[t * k + c] = (uint8_t)(xq[t * ldx + c] + 128);
+  matmul_i8_job j = {ctx->isa, out, xu, xs, w, ws, ldo, ldw, n, k};
+  mk_parallel_for(ctx, m, 16, m * k + n * m * k / 8, matmul_i8_range, &j);
+  free(xu);
+  return MK_OK;
+}
+
+/* ---- the machine's INT8 peak, for benchmarks ---- */
+typedef struct {
+  const mk_isa *isa;
+  int64_t iterations;
+  double ops[256];
+} peak_job;
+
+static void peak_range(void *raw, int64_t begin, int64_t end) {
+  peak_job *j = raw;
+  for (int64_t i = begin; i < end; i++) j->ops[i] = j->isa->int8_peak_loop(j->iterations);
+}
+
+MK_EXPORT double mk_int8_peak_ops(mk_context *ctx, int64_t iterations) {
+  if (ctx == NULL || iterations < 1) return -1;
+  peak_job j = {ctx->isa, iterations, {0}};
+  mk_parallel_for(ctx, ctx->threads, 1, INT64_MAX, peak_range, &j);
+  double total = 0;
+  for (int32_t i = 0; i < ctx->threads; i++) total += j.ops[i];
+  return total;
+}

@@ -1,0 +1,103 @@
+/* Portable row kernels: plain C for any CPU (x86-64 without AVX-512, arm64). Written so compilers can
+ * vectorize them, but their job is to be right everywhere. */
+#include "mk_internal.h"
+
+#include <math.h>
+
+static void matmul_tile(float *out, int64_t ldo, const float *x, int64_t ldx, const void *w, int32_t w_bf16,
+                        int64_t ldw, int64_t mr, int64_t nr, int64_t k) {
+  for (int64_t t = 0; t < mr; t++)
+    for (int64_t o = 0; o < nr; o++) {
+      const float *xr = x + t * ldx;
+      float acc = 0;
+      if (w_bf16) {
+        const uint16_t *wr = (const uint16_t *)w + o * ldw;
+        for (int64_t j = 0; j < k; j++) acc += xr[j] * mk_bf16_to_f32(wr[j]);
+      } else {
+        const float *wr = (const float *)w + o * ldw;
+        for (int64_t j = 0; j < k; j++) acc += xr[j] * wr[j];
+      }
+      out[t * ldo + o] = acc;
+    }
+}
+
+static void dot_u8i8_tile(int32_t *acc, int32_t *wsum, const uint8_t *xu, int64_t ldx, const int8_t *w,
+                          int64_t ldw, int64_t mr, int64_t nr, int64_t k) {
+  for (int64_t t = 0; t < mr; t++)
+    for (int64_t o = 0; o < nr; o++) {
+      int32_t sum = 0;
+      for (int64_t j = 0; j < k; j++) sum += (int32_t)xu[t * ldx + j] * (int32_t)w[o * ldw + j];
+      acc[t * 4 + o] = sum;
+    }
+  if (wsum != NULL)
+    for (int64_t o = 0; o < nr; o++) {
+      int32_t sum = 0;
+      for (int64_t j = 0; j < k; j++) sum += w[o * ldw + j];
+      wsum[o] = sum;
+    }
+}
+
+static void quantize_row(int8_t *q, uint8_t *xu, float *scale, const void *x, int32_t x_bf16, int64_t k) {
+  float amax = 0;
+  for (int64_t j = 0; j < k; j++) {
+    float v = x_bf16 ? mk_bf16_to_f32(((const uint16_t *)x)[j]) : ((const float *)x)[j];
+    float a = fabsf(v);
+    if (a > amax) amax = a;
+  }
+  float inv = amax == 0 ? 0 : 127.0f / amax;
+  for (int64_t j = 0; j < k; j++) {
+    float v = x_bf16 ? mk_bf16_to_f32(((const uint16_t *)x)[j]) : ((const float *)x)[j];
+    float r = rintf(v * inv);
+    int8_t value = (int8_t)(r > 127 ? 127 : r < -127 ? -127 : r);
+    q[j] = value;
+    if (xu != NULL) xu[j] = (uint8_t)(value + 128);
+  }
+  *scale = amax / 127.0f;
+}
+
+static float sum_squares(const float *x, int64_t d) {
+  float sum = 0;
+  for (int64_t j = 0; j < d; j++) sum += x[j] * x[j];
+  return sum;
+}
+
+static void scale_mul(float *out, const float *x, float r, const float *weight, int64_t d) {
+  for (int64_t j = 0; j < d; j++) out[j] = x[j] * r * weight[j];
+}
+
+static void silu_mul(float *out, const float *gate, const float *up, int64_t d) {
+  for (int64_t j = 0; j < d; j++) out[j] = gate[j] / (1.0f + expf(-gate[j])) * up[j];
+}
+
+static void axpy(float *out, float w, const float *y, int64_t d) {
+  for (int64_t j = 0; j < d; j++) out[j] = out[j] + w * y[j];
+}
+
+static float dot_f32(const float *a, const float *b, int64_t d) {
+  float sum = 0;
+  for (int64_t j = 0; j < d; j++) sum += a[j] * b[j];
+  return sum;
+}
+
+static double int8_peak_loop(int64_t iterations) {
+  /* Eight independent chains of 4-wide byte dot products, as a scalar machine would run them. */
+  volatile int32_t seed = 3;
+  int32_t acc[8] = {0}, a = seed, b = seed + 1;
+  for (int64_t i = 0; i < iterations; i++)
+    for (int c = 0; c < 8; c++) acc[c] += a * b + (a + 1) * (b + c) + (a + 2) * b + (a + 3) * (b - c);
+  seed = acc[0] ^ acc[7];
+  return (double)iterations * 8 * 4 * 2;
+}
+
+const mk_isa mk_isa_portable = {
+    .id = MK_ISA_PORTABLE,
+    .matmul_tile = matmul_tile,
+    .dot_u8i8_tile = dot_u8i8_tile,
+    .quantize_row = quantize_row,
+    .sum_squares = sum_squares,
+    .scale_mul = scale_mul,
+    .silu_mul = silu_mul,
+    .axpy = axpy,
+    .dot_f32 = dot_f32,
+    .int8_peak_loop = int8_peak_loop,
+};

@@ -1,0 +1,219 @@
+package io.moemesh.kernels;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * The C kernels (src/main/c, ABI in {@code include/mesh_kernels.h}) called through the FFM API. Each
+ * instance owns a native context: a thread pool of {@code threads} threads and the instruction-set path
+ * picked for this CPU. Calls on one instance are serialized by the context; use one instance per engine.
+ */
+public final class NativeKernels extends ValidatingKernels implements AutoCloseable {
+
+  /** The C path that runs. */
+  public enum Isa {
+    /** Plain C, for any CPU. */
+    PORTABLE,
+    /** AVX-512 F/BW/VL/DQ with VNNI (INT8 dot products) and BF16. */
+    AVX512
+  }
+
+  private final MemorySegment context;
+  private final Isa isa;
+  private final int threads;
+
+  private NativeKernels(MemorySegment context, Isa isa, int threads) {
+    this.context = context;
+    this.isa = isa;
+    this.threads = threads;
+  }
+
+  /** The best path this CPU supports, on {@code threads} threads. */
+  public static NativeKernels create(int threads) {
+    return open(threads, -1);
+  }
+
+  /** A given path (e.g. to test the portable C on an AVX-512 machine); fails if the CPU lacks it. */
+  public static NativeKernels create(int threads, Isa isa) {
+    return open(threads, isa.ordinal());
+  }
+
+  /** Whether this CPU can run {@link Isa#AVX512}. */
+  public static boolean cpuHasAvx512() {
+    try {
+      return (int) NativeOps.CPU_HAS_AVX512.invokeExact() != 0;
+    } catch (Throwable t) {
+      throw rethrow("cpuHasAvx512", t);
+    }
+  }
+
+  private static NativeKernels open(int threads, int isa) {
+    if (threads < 1) throw new IllegalArgumentException("threads must be ≥ 1, got " + threads);
+    try {
+      MemorySegment ctx = (MemorySegment) NativeOps.CONTEXT_CREATE.invokeExact(threads, isa);
+      if (ctx.equals(MemorySegment.NULL))
+        throw new KernelException("create", "no native context for " + threads + " threads and path " + (isa < 0 ? "auto" : Isa.values()[isa]) + " on this CPU");
+      int chosen = (int) NativeOps.CONTEXT_ISA.invokeExact(ctx);
+      return new NativeKernels(ctx, Isa.values()[chosen], threads);
+    } catch (Throwable t) {
+      throw rethrow("create", t);
+    }
+  }
+
+  @Override
+  public String name() {
+    return "native-" + isa.name().toLowerCase(java.util.Locale.ROOT) + "-" + threads + "t";
+  }
+
+  public Isa isa() {
+    return isa;
+  }
+
+  public int threads() {
+    return threads;
+  }
+
+  /**
+   * Runs a register-only INT8 multiply-accumulate loop on every thread and returns the achieved INT8
+   * GOP/s: the machine's practical VNNI peak, against which the GEMM benchmark is read.
+   */
+  public double measureInt8PeakGops(long iterations) {
+    try {
+      long start = System.nanoTime();
+      double ops = (double) NativeOps.INT8_PEAK_OPS.invokeExact(context, iterations);
+      return ops / (System.nanoTime() - start);
+    } catch (Throwable t) {
+      throw rethrow("measureInt8PeakGops", t);
+    }
+  }
+
+  @Override
+  public void close() {
+    try {
+      NativeOps.CONTEXT_DESTROY.invokeExact(context);
+    } catch (Throwable t) {
+      throw rethrow("close", t);
+    }
+  }
+
+  @Override
+  protected void doMatmul(Tensor out, Tensor x, Tensor w) {
+    call("matmul", ctx -> (int) NativeOps.MATMUL.invokeExact(ctx, out.segment(), out.rowStride(),
+        x.segment(), x.rowStride(), w.segment(), w.dtype().code(), w.rowStride(), x.numRows(), w.numRows(), (long) x.rowLength()),
+        out, x, w);
+  }
+
+  @Override
+  protected void doQuantizeRows(Tensor q, Tensor scales, Tensor x) {
+    call("quantizeRows", ctx -> (int) NativeOps.QUANTIZE_ROWS.invokeExact(ctx, q.segment(), q.rowStride(),
+        scales.segment(), x.segment(), x.dtype().code(), x.rowStride(), x.numRows(), (long) x.rowLength()), q, scales, x);
+  }
+
+  @Override
+  protected void doMatmulInt8(Tensor out, Tensor xq, Tensor xScales, Tensor w, Tensor wScales) {
+    call("matmulInt8", ctx -> (int) NativeOps.MATMUL_I8.invokeExact(ctx, out.segment(), out.rowStride(),
+        xq.segment(), xq.rowStride(), xScales.segment(), w.segment(), w.rowStride(), wScales.segment(), xq.numRows(),
+        w.numRows(), (long) xq.rowLength()), out, xq, xScales, w, wScales);
+  }
+
+  @Override
+  protected void doDequantizeFp8(Tensor out, Tensor w, Tensor scaleInv, int block) {
+    call("dequantizeFp8", ctx -> (int) NativeOps.DEQUANT_FP8.invokeExact(ctx, out.segment(), out.dtype().code(),
+        out.rowStride(), w.segment(), w.rowStride(), scaleInv.segment(), scaleInv.rowStride(), w.numRows(),
+        (long) w.rowLength(), (long) block), out, w, scaleInv);
+  }
+
+  @Override
+  protected void doRmsNorm(Tensor out, Tensor x, Tensor weight, float eps) {
+    call("rmsNorm", ctx -> (int) NativeOps.RMS_NORM.invokeExact(ctx, out.segment(), out.rowStride(),
+        x.segment(), x.rowStride(), weight.segment(), eps, x.numRows(), (long) x.rowLength()), out, x, weight);
+  }
+
+  @Override
+  protected void doRope(Tensor x, Tensor positions, RopeTable table) {
+    long rowsPerPosition = x.numRows() / x.dim(0);
+    call("rope", ctx -> (int) NativeOps.ROPE.invokeExact(ctx, x.segment(), x.rowStride(), x.numRows(),
+        rowsPerPosition, positions.segment(), table.cos().segment(), table.sin().segment(), (long) table.maxPositions(),
+        (long) x.rowLength()), x, positions);
+  }
+
+  @Override
+  protected void doSiluMul(Tensor out, Tensor gate, Tensor up) {
+    call("siluMul", ctx -> (int) NativeOps.SILU_MUL.invokeExact(ctx, out.segment(), out.rowStride(),
+        gate.segment(), gate.rowStride(), up.segment(), up.rowStride(), gate.numRows(), (long) gate.rowLength()), out, gate, up);
+  }
+
+  @Override
+  protected void doMoeGate(Tensor expertIds, Tensor weights, Tensor logits, Tensor bias, GateParams p) {
+    MemorySegment biasSegment = bias == null ? MemorySegment.NULL : bias.segment();
+    call("moeGate", ctx -> (int) NativeOps.MOE_GATE.invokeExact(ctx, expertIds.segment(), weights.segment(),
+        logits.segment(), logits.rowStride(), biasSegment, logits.numRows(), (long) logits.rowLength(), p.topk(),
+        p.nGroup(), p.topkGroup(), p.normTopkProb() ? 1 : 0, p.routedScalingFactor()), expertIds, weights, logits);
+  }
+
+  @Override
+  protected void doMlaDecode(Tensor out, Tensor qLatent, Tensor qRope, PagedLatentKv kv, float softmaxScale) {
+    Tensor pages = kv.pages(), table = kv.blockTable();
+    call("mlaDecode", ctx -> (int) NativeOps.MLA_DECODE.invokeExact(ctx, out.segment(), out.rowStride(),
+        qLatent.segment(), qLatent.rowStride(), qRope.segment(), qRope.rowStride(), (long) qLatent.dim(0),
+        (long) qLatent.dim(1), (long) qLatent.dim(2), (long) qRope.dim(2), pages.segment(), pages.dtype().code(),
+        (long) pages.dim(0), (long) pages.dim(1), table.segment(), table.rowStride(), (long) table.rowLength(),
+        kv.contextLens().segment(), softmaxScale), out, qLatent, qRope, pages, table, kv.contextLens());
+  }
+
+  @Override
+  protected void doAttention(Tensor out, Tensor q, Tensor k, Tensor v, Tensor contextLens, float softmaxScale) {
+    call("attention", ctx -> (int) NativeOps.ATTENTION.invokeExact(ctx, out.segment(), out.rowStride(), q.segment(),
+        q.rowStride(), k.segment(), k.rowStride(), v.segment(), v.rowStride(), (long) q.dim(0), (long) k.dim(0),
+        (long) q.dim(1), (long) q.rowLength(), (long) v.rowLength(), contextLens.segment(), softmaxScale),
+        out, q, k, v, contextLens);
+  }
+
+  @Override
+  protected void doAdd(Tensor out, Tensor a, Tensor b) {
+    call("add", ctx -> (int) NativeOps.ADD.invokeExact(ctx, out.segment(), out.rowStride(), a.segment(), a.rowStride(),
+        b.segment(), b.rowStride(), a.numRows(), (long) a.rowLength()), out, a, b);
+  }
+
+  @Override
+  protected void doGatherQuantize(Tensor q, Tensor scales, Tensor x, Tensor rows) {
+    call("gatherQuantize", ctx -> (int) NativeOps.GATHER_QUANTIZE.invokeExact(ctx, q.segment(),
+        q.rowStride(), scales.segment(), x.segment(), x.rowStride(), x.numRows(), rows.segment(), rows.numElements(),
+        (long) x.rowLength()), q, scales, x, rows);
+  }
+
+  @Override
+  protected void doScatterAdd(Tensor out, Tensor y, Tensor rows, Tensor weights) {
+    call("scatterAdd", ctx -> (int) NativeOps.SCATTER_ADD.invokeExact(ctx, out.segment(), out.rowStride(),
+        out.numRows(), y.segment(), y.rowStride(), rows.segment(), weights.segment(), rows.numElements(),
+        (long) out.rowLength()), out, y, rows, weights);
+  }
+
+  @Override
+  protected void doConvert(Tensor out, Tensor in) {
+    call("convert", ctx -> (int) NativeOps.CONVERT.invokeExact(ctx, out.segment(), out.dtype().code(),
+        out.rowStride(), in.segment(), in.dtype().code(), in.rowStride(), in.numRows(), (long) in.rowLength()), out, in);
+  }
+
+  // ---- plumbing ---------------------------------------------------------------------------------------------
+
+  @FunctionalInterface
+  private interface NativeCall {
+    int invoke(MemorySegment context) throws Throwable;
+  }
+
+  private void call(String op, NativeCall body, Tensor... args) {
+    int rc;
+    try {
+      rc = body.invoke(context);
+    } catch (Throwable t) {
+      throw rethrow(op, t);
+    }
+    if (rc != 0) throw new KernelException(op, NativeOps.describe(rc) + " [args: " + java.util.Arrays.toString(args) + "]");
+  }
+
+  private static RuntimeException rethrow(String op, Throwable t) {
+    if (t instanceof KernelException k) return k;
+    if (t instanceof Error e) throw e;
+    return new KernelException(op, "native call failed: " + t);
+  }
+}

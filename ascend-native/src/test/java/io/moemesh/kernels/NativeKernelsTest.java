@@ -1,0 +1,107 @@
+package io.moemesh.kernels;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.util.Random;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Nested;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+
+/** The C kernels, on each path this CPU can run, held to the contract of {@link ReferenceKernels}. */
+class NativeKernelsTest {
+
+  @Nested
+  @TestInstance(TestInstance.Lifecycle.PER_CLASS)
+  class Avx512Path extends KernelsContract {
+    private final NativeKernels kernels = NativeKernels.cpuHasAvx512() ? NativeKernels.create(2, NativeKernels.Isa.AVX512) : null;
+
+    @Override
+    Kernels kernels() {
+      assumeTrue(kernels != null, "this CPU has no AVX-512 VNNI/BF16");
+      return kernels;
+    }
+
+    @AfterAll
+    void close() {
+      if (kernels != null) kernels.close();
+    }
+  }
+
+  @Nested
+  @TestInstance(TestInstance.Lifecycle.PER_CLASS)
+  class PortablePath extends KernelsContract {
+    private final NativeKernels kernels = NativeKernels.create(2, NativeKernels.Isa.PORTABLE);
+
+    @Override
+    Kernels kernels() {
+      return kernels;
+    }
+
+    @AfterAll
+    void close() {
+      kernels.close();
+    }
+  }
+
+  @Nested
+  class ThreadCount {
+    /** Large enough that every op splits its work across threads. */
+    @Test
+    void resultsAreBitIdenticalOnOneAndThreeThreads() {
+      try (var arena = TensorArena.open(); var one = NativeKernels.create(1); var three = NativeKernels.create(3)) {
+        var rnd = new Random(11);
+        Tensor x = random(arena, rnd, DType.F32, 9, 1021);
+        Tensor w = random(arena, rnd, DType.BF16, 523, 1021);
+        Tensor a = arena.allocate(DType.F32, 9, 523), b = arena.allocate(DType.F32, 9, 523);
+        one.matmul(a, x, w);
+        three.matmul(b, x, w);
+        assertThat(b.toFloatArray()).containsExactly(a.toFloatArray());
+
+        Tensor xq = arena.allocate(DType.I8, 9, 1021), xs = arena.allocate(DType.F32, 9);
+        one.quantizeRows(xq, xs, x);
+        Tensor wq = arena.allocate(DType.I8, 523, 1021), ws = arena.allocate(DType.F32, 523);
+        one.quantizeRows(wq, ws, w);
+        one.matmulInt8(a, xq, xs, wq, ws);
+        three.matmulInt8(b, xq, xs, wq, ws);
+        assertThat(b.toFloatArray()).containsExactly(a.toFloatArray());
+
+        int heads = 8, rank = 64, rope = 16, pageSize = 16, pages = 200;
+        Tensor kv = random(arena, rnd, DType.BF16, pages, pageSize, rank + rope);
+        Tensor ql = random(arena, rnd, DType.F32, 3, heads, rank), qr = random(arena, rnd, DType.F32, 3, heads, rope);
+        int[] table = new int[3 * 150];
+        for (int i = 0; i < table.length; i++) table[i] = rnd.nextInt(pages);
+        var paged = new PagedLatentKv(kv, arena.ofInts(table, 3, 150), arena.ofInts(new int[] {2400, 1, 777}, 3));
+        Tensor oa = arena.allocate(DType.F32, 3, heads, rank), ob = arena.allocate(DType.F32, 3, heads, rank);
+        one.mlaDecode(oa, ql, qr, paged, 0.125f);
+        three.mlaDecode(ob, ql, qr, paged, 0.125f);
+        assertThat(ob.toFloatArray()).containsExactly(oa.toFloatArray());
+      }
+    }
+  }
+
+  @Nested
+  class Selection {
+    @Test
+    void nativeBackendLoadsTheLibraryAndNamesItsPath() {
+      try (var kernels = (NativeKernels) KernelBackend.NATIVE.open(2)) {
+        assertThat(kernels.name()).startsWith("native-").endsWith("-2t");
+        assertThat(kernels.isa()).isEqualTo(NativeKernels.cpuHasAvx512() ? NativeKernels.Isa.AVX512 : NativeKernels.Isa.PORTABLE);
+      }
+    }
+
+    @Test
+    void int8PeakIsPositive() {
+      try (var kernels = NativeKernels.create(1)) {
+        assertThat(kernels.measureInt8PeakGops(1_000)).isPositive();
+      }
+    }
+  }
+
+  private static Tensor random(TensorArena arena, Random rnd, DType dtype, int... shape) {
+    Tensor t = arena.allocate(dtype, shape);
+    for (long i = 0; i < t.numElements(); i++) t.setFloat(i, (float) rnd.nextGaussian());
+    return t;
+  }
+}

@@ -1,0 +1,177 @@
+package io.moemesh.bench;
+
+import static io.moemesh.bench.KernelCases.TRIAD;
+import static io.moemesh.bench.KernelCases.VNNI_PEAK;
+
+import io.moemesh.bench.KernelCases.Case;
+import io.moemesh.kernels.KernelException;
+import io.moemesh.kernels.NativeKernels;
+import io.moemesh.kernels.TensorArena;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * {@code bin/moemesh bench kernels [--json FILE] [--quick]}: in one run, the STREAM triad bandwidth of this
+ * machine and, against it, the native kernels the model's time goes to: INT8 and BF16 decode GEMV (GB/s of
+ * weights), INT8 prefill GEMM (GOP/s, against the measured VNNI peak) and MLA decode attention (GB/s of KV),
+ * each at 1 and 2 threads. Progress goes to stderr, the table to stdout, and with {@code --json} one object
+ * per measurement to FILE.
+ */
+public final class KernelBench {
+  static final String USAGE = "usage: bin/moemesh bench kernels [--json FILE] [--quick]";
+  private static final int[] THREADS = {1, 2};
+  private static final int PEAK_RUNS = 5;
+  private static final double PEAK_SECONDS = 0.1;
+  private static final List<String> ORDER = List.of(TRIAD, "gemv_int8", "gemv_bf16", VNNI_PEAK, "gemm_int8", "mla_decode");
+
+  /** Command-line options. {@code quick}: fewer and shorter repetitions (about 30 s instead of 2 minutes). */
+  record Options(Path json, boolean quick, boolean help) {
+    static Options parse(String... args) {
+      Path json = null;
+      boolean quick = false, help = false;
+      for (int i = 0; i < args.length; i++) {
+        switch (args[i]) {
+          case "--quick" -> quick = true;
+          case "--json" -> {
+            if (i + 1 >= args.length) throw new IllegalArgumentException("--json needs a file name");
+            json = Path.of(args[++i]);
+          }
+          case "-h", "--help" -> help = true;
+          default -> {
+            if (args[i].startsWith("--json=")) json = Path.of(args[i].substring("--json=".length()));
+            else throw new IllegalArgumentException("unknown option '" + args[i] + "'");
+          }
+        }
+      }
+      return new Options(json, quick, help);
+    }
+  }
+
+  private final Options options;
+  private final Timing timing;
+  private final Progress progress = new Progress();
+
+  KernelBench(Options options) {
+    this.options = options;
+    this.timing = options.quick() ? Timing.QUICK : Timing.FULL;
+  }
+
+  public static void main(String[] args) throws IOException, InterruptedException {
+    Options options;
+    try {
+      options = Options.parse(args);
+    } catch (IllegalArgumentException e) {
+      System.err.println("bench kernels: " + e.getMessage());
+      System.err.println(USAGE);
+      System.exit(2);
+      return;
+    }
+    if (options.help()) {
+      System.out.println(USAGE);
+      return;
+    }
+    var bench = new KernelBench(options);
+    List<Measurement> results;
+    try {
+      results = bench.run();
+    } catch (KernelException | UnsatisfiedLinkError e) {
+      System.err.println("bench kernels: the native kernels failed: " + e);
+      System.exit(1);
+      return;
+    }
+    bench.report(results);
+  }
+
+  private void report(List<Measurement> results) throws IOException {
+    System.out.println();
+    System.out.println(machine());
+    System.out.print(Report.table(results));
+    System.out.println("triad: best of its passes (STREAM's rule); kernels: median of " + timing.reps() + " repetitions; GB = 1e9 bytes");
+    if (options.json() != null) {
+      Report.writeJson(options.json(), results);
+      System.out.println("wrote " + options.json());
+    }
+  }
+
+  List<Measurement> run() throws InterruptedException {
+    progress.log("kernel benchmark (%s): triad, then GEMV, GEMM and MLA decode at %d and %d threads",
+        options.quick() ? "quick" : "full", THREADS[0], THREADS[1]);
+    List<Measurement> results = new ArrayList<>(measureTriad());
+    Map<Integer, Double> triad = new HashMap<>();
+    for (Measurement m : results) triad.put(m.threads(), m.value());
+
+    try (TensorArena arena = TensorArena.open()) {
+      List<Case> cases = KernelCases.create(arena, progress);
+      for (int threads : THREADS) {
+        try (NativeKernels kernels = NativeKernels.create(threads)) {
+          progress.log("%s with %d thread(s): measuring the INT8 peak", kernels.name(), threads);
+          double peak = int8PeakGops(kernels);
+          String loop = kernels.isa() == NativeKernels.Isa.AVX512 ? "register-only VPDPBUSD loop" : "register-only portable C loop";
+          results.add(new Measurement(VNNI_PEAK, loop, threads, peak, "GOP/s", null, null, "best of " + PEAK_RUNS));
+          progress.log("vnni_peak   t=%d  %8.1f GOP/s", threads, peak);
+          for (Case c : cases) {
+            double seconds = timing.medianSecondsPerCall(() -> c.call().accept(kernels));
+            double value = c.rate(seconds);
+            double reference = c.ratioTo().equals(TRIAD) ? triad.get(threads) : peak;
+            results.add(new Measurement(c.name(), c.shape(), threads, value, c.unit(), value / reference, c.ratioTo(), timing.stat()));
+            progress.log("%-11s t=%d  %8.1f %-5s  %.2f of %s  (%.3f ms per call)",
+                c.name(), threads, value, c.unit(), value / reference, c.ratioTo(), seconds * 1e3);
+          }
+        }
+      }
+    }
+    results.sort(Comparator.comparingInt((Measurement m) -> ORDER.indexOf(m.name())).thenComparingInt(Measurement::threads));
+    return results;
+  }
+
+  /**
+   * The INT8 peak of these kernels' threads: the native register-only multiply-accumulate loop, sized to run
+   * about {@link #PEAK_SECONDS}, best of {@link #PEAK_RUNS} (a peak is a maximum, not a typical value).
+   */
+  private static double int8PeakGops(NativeKernels kernels) {
+    long iterations = 1 << 16;
+    while (iterations < (1L << 40)) {
+      long t0 = System.nanoTime();
+      kernels.measureInt8PeakGops(iterations);
+      if ((System.nanoTime() - t0) / 1e9 >= PEAK_SECONDS / 4) break;
+      iterations *= 2;
+    }
+    iterations *= 4; // about PEAK_SECONDS per run
+    double best = 0;
+    for (int r = 0; r < PEAK_RUNS; r++) best = Math.max(best, kernels.measureInt8PeakGops(iterations));
+    return best;
+  }
+
+  private List<Measurement> measureTriad() throws InterruptedException {
+    int passes = options.quick() ? 8 : 20;
+    List<Measurement> results = new ArrayList<>();
+    progress.log("triad: allocating %s", StreamTriad.shape());
+    try (var triad = new StreamTriad()) {
+      for (int threads : THREADS) {
+        double seconds = triad.bestSeconds(threads, passes, 3);
+        double gbps = triad.bytesPerPass() / seconds / 1e9;
+        results.add(new Measurement(TRIAD, StreamTriad.shape(), threads, gbps, "GB/s", null, null, "best of " + passes));
+        progress.log("triad       t=%d  %8.1f GB/s  (best of %d passes)", threads, gbps, passes);
+      }
+    }
+    return results;
+  }
+
+  private static String machine() {
+    String cpu = "unknown CPU";
+    try {
+      cpu = Files.readAllLines(Path.of("/proc/cpuinfo")).stream().filter(l -> l.startsWith("model name"))
+          .map(l -> l.substring(l.indexOf(':') + 1).trim()).findFirst().orElse(cpu);
+    } catch (IOException | RuntimeException e) {
+      // not Linux: the CPU name is only decoration
+    }
+    return String.format(Locale.ROOT, "%s, %d cores, Java %s", cpu, Runtime.getRuntime().availableProcessors(), Runtime.version());
+  }
+}

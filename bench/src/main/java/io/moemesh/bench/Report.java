@@ -1,0 +1,67 @@
+package io.moemesh.bench;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.stream.Collectors;
+
+/** The kernel benchmark's results as a table for humans and as JSON (one object per measurement). */
+final class Report {
+  /** The issue's targets, as ratios to {@code ratio_to} (benchmarks, not timed tests). */
+  static final Map<String, Double> TARGETS = Map.of("gemv_int8", 0.85, "gemv_bf16", 0.80, "gemm_int8", 0.50);
+
+  private Report() {}
+
+  static String table(List<Measurement> results) {
+    var sb = new StringBuilder();
+    sb.append(String.format(Locale.ROOT, "%-11s %7s %9s %-6s %6s  %-9s  %-11s %s%n",
+        "name", "threads", "value", "unit", "ratio", "of", "target", "shape"));
+    for (Measurement m : results) {
+      Double target = TARGETS.get(m.name());
+      String verdict = target == null || m.ratio() == null ? ""
+          : String.format(Locale.ROOT, ">= %.2f %s", target, m.ratio() >= target ? "ok" : "LOW");
+      sb.append(String.format(Locale.ROOT, "%-11s %7d %9.1f %-6s %6s  %-9s  %-11s %s%n",
+          m.name(), m.threads(), m.value(), m.unit(),
+          m.ratio() == null ? "-" : String.format(Locale.ROOT, "%.2f", m.ratio()),
+          m.ratioTo() == null ? "" : m.ratioTo(), verdict, m.shape()));
+    }
+    return sb.toString();
+  }
+
+  static String json(List<Measurement> results) {
+    return results.stream().map(Report::json).collect(Collectors.joining(",\n  ", "[\n  ", "\n]\n"));
+  }
+
+  private static String json(Measurement m) {
+    return String.format(Locale.ROOT,
+        "{\"name\": %s, \"threads\": %d, \"value\": %.3f, \"unit\": %s, \"ratio\": %s, \"ratio_to\": %s, \"shape\": %s, \"stat\": %s}",
+        quote(m.name()), m.threads(), m.value(), quote(m.unit()),
+        m.ratio() == null ? "null" : String.format(Locale.ROOT, "%.4f", m.ratio()),
+        m.ratioTo() == null ? "null" : quote(m.ratioTo()), quote(m.shape()), quote(m.stat()));
+  }
+
+  static void writeJson(Path file, List<Measurement> results) throws IOException {
+    Path parent = file.toAbsolutePath().getParent();
+    if (parent != null) Files.createDirectories(parent);
+    Files.writeString(file, json(results));
+  }
+
+  static String quote(String s) {
+    var sb = new StringBuilder("\"");
+    for (char ch : s.toCharArray()) {
+      switch (ch) {
+        case '"' -> sb.append("\\\"");
+        case '\\' -> sb.append("\\\\");
+        case '\n' -> sb.append("\\n");
+        default -> {
+          if (ch < 0x20) sb.append(String.format(Locale.ROOT, "\\u%04x", (int) ch));
+          else sb.append(ch);
+        }
+      }
+    }
+    return sb.append('"').toString();
+  }
+}

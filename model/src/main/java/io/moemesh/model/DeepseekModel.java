@@ -1,0 +1,150 @@
+package io.moemesh.model;
+
+import io.moemesh.kernels.DType;
+import io.moemesh.kernels.Kernels;
+import io.moemesh.kernels.RopeTable;
+import io.moemesh.kernels.Tensor;
+import io.moemesh.kernels.TensorArena;
+import io.moemesh.model.checkpoint.Checkpoint;
+import io.moemesh.model.moe.ExpertBackend;
+import io.moemesh.model.moe.LocalExperts;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * A DeepSeek-V3-architecture model, as the reference {@code Transformer.forward}:
+ * {@code h = embed(tokens); for each block: h = block(h); logits = head(norm(h))}, over a batch of rows of
+ * several sequences ({@link ForwardBatch}) with a paged latent KV cache. Immutable after loading (weights
+ * live in the model's arena until {@link #close()}); per-sequence state is the cache's and the caller's.
+ */
+public final class DeepseekModel implements AutoCloseable {
+  private final ModelConfig config;
+  private final Precision precision;
+  private final Kernels kernels;
+  private final TensorArena weights;
+  private final Tensor embed;        // (vocab, dim) BF16 or F32
+  private final DecoderLayer[] layers;
+  private final Tensor norm;         // F32 (dim)
+  private final Linear head;         // (vocab, dim), BF16 or F32
+  private final MtpLayer[] mtp;
+  private final RopeTable rope;      // (max_position_embeddings, rope / 2)
+  private final LocalExperts localExperts;
+
+  private DeepseekModel(ModelConfig config, Precision precision, Kernels kernels, TensorArena weights, Tensor embed,
+      DecoderLayer[] layers, Tensor norm, Linear head, MtpLayer[] mtp, RopeTable rope, LocalExperts localExperts) {
+    this.config = config;
+    this.precision = precision;
+    this.kernels = kernels;
+    this.weights = weights;
+    this.embed = embed;
+    this.layers = layers;
+    this.norm = norm;
+    this.head = head;
+    this.mtp = mtp;
+    this.rope = rope;
+    this.localExperts = localExperts;
+  }
+
+  /** Loads {@code dir} (config.json + safetensors) in {@code precision}, reporting progress as it reads. */
+  public static DeepseekModel load(Path dir, Precision precision, Kernels kernels, LoadProgress progress) {
+    ModelConfig config = ModelConfigReader.read(dir.resolve("config.json"));
+    TensorArena arena = TensorArena.open();
+    try (Checkpoint checkpoint = Checkpoint.open(dir)) {
+      var loader = new ModelLoader(config, new WeightLoader(checkpoint, config, precision, kernels, arena, progress), precision);
+      Map<Integer, Mlp[]> routed = new HashMap<>();
+      Map<Integer, Mlp> shared = new HashMap<>();
+      int L = config.numHiddenLayers();
+      Tensor embed = loader.embedding("model.embed_tokens.weight");
+      DecoderLayer[] layers = new DecoderLayer[L];
+      for (int i = 0; i < L; i++) layers[i] = loader.block(i, i, routed, shared);
+      MtpLayer[] mtp = new MtpLayer[config.numNextnPredictLayers()];
+      for (int j = 0; j < mtp.length; j++) mtp[j] = loader.mtp(L + j, L + j, embed, routed, shared);
+      return new DeepseekModel(config, precision, kernels, arena, embed, layers, loader.norm("model.norm.weight"),
+          loader.head("lm_head.weight"), mtp, YarnRope.table(arena, config), new LocalExperts(routed, shared));
+    } catch (RuntimeException e) {
+      arena.close();
+      throw e;
+    }
+  }
+
+  /** The hidden states after the final norm and the logits of the batch's {@code logitRows}. */
+  public record Output(Tensor hidden, Tensor logits) {}
+
+  /** Runs the main model over {@code batch}, writing its KV; results live in {@code scratch}. */
+  public Output forward(ForwardBatch batch, LatentKvCache cache, ExpertBackend experts, TensorArena scratch) {
+    Tensor positions = scratch.ofInts(batch.positions(), batch.numRows());
+    Tensor h = embed(kernels, embed, batch.tokens(), scratch);
+    for (DecoderLayer layer : layers)
+      layer.forward(kernels, h, batch, positions, rope, cache, experts, config.rmsNormEps(), scratch);
+    return logits(kernels, h, batch.logitRows(), norm, head, config.rmsNormEps(), scratch);
+  }
+
+  /** {@link #forward(ForwardBatch, LatentKvCache, ExpertBackend, TensorArena)} with the experts in this process. */
+  public Output forward(ForwardBatch batch, LatentKvCache cache, TensorArena scratch) {
+    return forward(batch, cache, localExperts, scratch);
+  }
+
+  /** Draft logits of MTP module {@code depth} (0-based); see {@link MtpLayer#forward}. */
+  public Tensor forwardMtp(int depth, ForwardBatch batch, Tensor hidden, LatentKvCache cache, ExpertBackend experts, TensorArena scratch) {
+    Tensor positions = scratch.ofInts(batch.positions(), batch.numRows());
+    return mtp[depth].forward(kernels, batch, hidden, positions, rope, cache, experts, config.rmsNormEps(), scratch);
+  }
+
+  public Tensor forwardMtp(int depth, ForwardBatch batch, Tensor hidden, LatentKvCache cache, TensorArena scratch) {
+    return forwardMtp(depth, batch, hidden, cache, localExperts, scratch);
+  }
+
+  /** A KV cache with room for {@code numPages} pages of {@code pageSize} tokens in every layer (MTP included). */
+  public LatentKvCache newCache(TensorArena arena, int numPages, int pageSize) {
+    return LatentKvCache.allocate(arena, config, precision.kvCacheDType(), layers.length + mtp.length, numPages, pageSize);
+  }
+
+  static Tensor embed(Kernels k, Tensor table, int[] tokens, TensorArena scratch) {
+    Tensor h = scratch.allocate(DType.F32, tokens.length, table.dim(1));
+    for (int r = 0; r < tokens.length; r++) {
+      if (tokens[r] < 0 || tokens[r] >= table.dim(0))
+        throw new IllegalArgumentException("token id " + tokens[r] + " outside the vocabulary [0, " + table.dim(0) + ")");
+      Tensor row = table.rows(tokens[r], tokens[r] + 1);
+      if (row.dtype() == DType.F32) h.rows(r, r + 1).copyFrom(row);
+      else k.convert(h.rows(r, r + 1), row);
+    }
+    return h;
+  }
+
+  static Output logits(Kernels k, Tensor h, int[] rows, Tensor norm, Linear head, float eps, TensorArena scratch) {
+    int dim = h.dim(1);
+    Tensor hidden = scratch.allocate(DType.F32, h.dim(0), dim);
+    k.rmsNorm(hidden, h, norm, eps);
+    Tensor picked = scratch.allocate(DType.F32, rows.length, dim);
+    for (int i = 0; i < rows.length; i++) picked.rows(i, i + 1).copyFrom(hidden.rows(rows[i], rows[i] + 1));
+    Tensor logits = scratch.allocate(DType.F32, rows.length, head.outFeatures());
+    head.apply(k, logits, picked, scratch);
+    return new Output(hidden, logits);
+  }
+
+  public ModelConfig config() {
+    return config;
+  }
+
+  public Precision precision() {
+    return precision;
+  }
+
+  public Kernels kernels() {
+    return kernels;
+  }
+
+  public LocalExperts localExperts() {
+    return localExperts;
+  }
+
+  public int numMtpLayers() {
+    return mtp.length;
+  }
+
+  @Override
+  public void close() {
+    weights.close();
+  }
+}

@@ -1,0 +1,53 @@
+package io.moemesh.model;
+
+import java.util.List;
+
+/**
+ * The tokens of one forward pass: rows of several sequences, each a contiguous run of positions (a prompt
+ * chunk, one decode token, or several speculative tokens). The model never sees queues; the engine builds
+ * this.
+ *
+ * @param tokens token id per row
+ * @param positions position per row (consecutive within a sequence chunk)
+ * @param sequences which rows belong to which sequence and where its KV pages are
+ * @param logitRows rows whose logits are wanted, in output order
+ */
+public record ForwardBatch(int[] tokens, int[] positions, List<SequenceChunk> sequences, int[] logitRows) {
+
+  /**
+   * Rows {@code [firstRow, firstRow + numRows)} of one sequence.
+   *
+   * @param numPromptTokens positions below this are prompt tokens: they attend in the naive MLA form, the
+   *     rest in the absorbed form, whatever else is in the batch (so a request's numbers never depend on
+   *     its batch, chunking or preemption)
+   * @param blockTable the sequence's KV page ids in position order, covering every position it attends
+   */
+  public record SequenceChunk(int firstRow, int numRows, int numPromptTokens, int[] blockTable) {}
+
+  public ForwardBatch {
+    if (tokens.length != positions.length)
+      throw new IllegalArgumentException(tokens.length + " tokens but " + positions.length + " positions");
+    int covered = 0;
+    for (SequenceChunk s : sequences) {
+      if (s.firstRow() != covered || s.numRows() < 1)
+        throw new IllegalArgumentException("sequence chunks must tile the rows in order; got " + s.firstRow() + " at row " + covered);
+      for (int r = s.firstRow() + 1; r < s.firstRow() + s.numRows(); r++)
+        if (positions[r] != positions[r - 1] + 1) throw new IllegalArgumentException("positions of a chunk must be consecutive at row " + r);
+      covered += s.numRows();
+    }
+    if (covered != tokens.length) throw new IllegalArgumentException("sequence chunks cover " + covered + " of " + tokens.length + " rows");
+    for (int r : logitRows) if (r < 0 || r >= tokens.length) throw new IllegalArgumentException("logit row " + r + " out of range");
+  }
+
+  public int numRows() {
+    return tokens.length;
+  }
+
+  /** One sequence's chunk with logits for its last row: the common case. */
+  public static ForwardBatch single(int[] tokens, int startPosition, int numPromptTokens, int[] blockTable, boolean allLogits) {
+    int[] positions = new int[tokens.length];
+    for (int i = 0; i < positions.length; i++) positions[i] = startPosition + i;
+    int[] rows = allLogits ? java.util.stream.IntStream.range(0, tokens.length).toArray() : new int[] {tokens.length - 1};
+    return new ForwardBatch(tokens, positions, List.of(new SequenceChunk(0, tokens.length, numPromptTokens, blockTable)), rows);
+  }
+}

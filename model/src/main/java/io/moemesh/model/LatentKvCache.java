@@ -1,0 +1,84 @@
+package io.moemesh.model;
+
+import io.moemesh.kernels.DType;
+import io.moemesh.kernels.Kernels;
+import io.moemesh.kernels.Tensor;
+import io.moemesh.kernels.TensorArena;
+
+/**
+ * The paged latent KV cache of every attention layer (the main layers, then the MTP layers): per token and
+ * layer only {@code c_kv ‖ k_pe} ({@code kv_lora_rank + qk_rope_head_dim} values), BF16 or F32. Page
+ * allocation is the engine's business; this holds the memory and moves rows in and out.
+ */
+public final class LatentKvCache {
+  private final Tensor[] pages; // per layer: (numPages, pageSize, latentDim)
+  private final int pageSize;
+
+  private LatentKvCache(Tensor[] pages, int pageSize) {
+    this.pages = pages;
+    this.pageSize = pageSize;
+  }
+
+  public static LatentKvCache allocate(TensorArena arena, ModelConfig config, DType dtype, int numLayers, int numPages, int pageSize) {
+    if (dtype != DType.F32 && dtype != DType.BF16) throw new IllegalArgumentException("KV cache must be F32 or BF16, got " + dtype);
+    if (numPages < 1 || pageSize < 1) throw new IllegalArgumentException("need ≥ 1 page of ≥ 1 token");
+    Tensor[] pages = new Tensor[numLayers];
+    for (int l = 0; l < numLayers; l++) pages[l] = arena.allocate(dtype, numPages, pageSize, config.latentDim());
+    return new LatentKvCache(pages, pageSize);
+  }
+
+  public Tensor pages(int layerId) {
+    return pages[layerId];
+  }
+
+  public int pageSize() {
+    return pageSize;
+  }
+
+  public int numPages() {
+    return pages[0].dim(0);
+  }
+
+  public int numLayers() {
+    return pages.length;
+  }
+
+  public DType dtype() {
+    return pages[0].dtype();
+  }
+
+  /** Bytes one token occupies across all layers. */
+  public long bytesPerToken() {
+    return (long) pages.length * pages[0].dim(2) * pages[0].dtype().byteSize();
+  }
+
+  /** Stores {@code latent} (F32, one token) at {@code position} of the sequence whose pages are {@code blockTable}. */
+  void write(Kernels k, int layerId, int[] blockTable, int position, Tensor latent) {
+    Tensor slot = tokenRow(layerId, blockTable, position);
+    if (slot.dtype() == DType.F32) slot.copyFrom(latent);
+    else k.convert(slot, latent);
+  }
+
+  /** Copies positions {@code [0, count)} of a sequence into {@code out} (F32, (count, latentDim)). */
+  void read(Kernels k, int layerId, int[] blockTable, int count, Tensor out) {
+    for (int start = 0; start < count; start += pageSize) {
+      int n = Math.min(pageSize, count - start);
+      Tensor src = pageRows(layerId, blockTable[start / pageSize], n);
+      Tensor dst = out.rows(start, start + n);
+      if (src.dtype() == DType.F32) dst.copyFrom(src);
+      else k.convert(dst, src);
+    }
+  }
+
+  private Tensor tokenRow(int layerId, int[] blockTable, int position) {
+    int page = blockTable[position / pageSize];
+    int row = page * pageSize + position % pageSize;
+    Tensor all = pages[layerId];
+    return all.reshape(all.dim(0) * pageSize, all.dim(2)).rows(row, row + 1);
+  }
+
+  private Tensor pageRows(int layerId, int page, int n) {
+    Tensor all = pages[layerId];
+    return all.reshape(all.dim(0) * pageSize, all.dim(2)).rows(page * pageSize, page * pageSize + n);
+  }
+}

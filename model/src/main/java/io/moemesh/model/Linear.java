@@ -1,0 +1,47 @@
+package io.moemesh.model;
+
+import io.moemesh.kernels.DType;
+import io.moemesh.kernels.Kernels;
+import io.moemesh.kernels.Tensor;
+import io.moemesh.kernels.TensorArena;
+
+/**
+ * A weight matrix {@code (out, in)} applied as {@code y = x · Wᵀ}: F32 or BF16 weights through
+ * {@link Kernels#matmul}, or A8W8 — INT8 weights with per-output-channel scales, activations quantized per
+ * token on the fly — through {@link Kernels#matmulInt8}.
+ *
+ * @param weight F32, BF16 or I8 (out, in)
+ * @param scales F32 (out) for I8 weights, else null
+ */
+public record Linear(Tensor weight, Tensor scales) {
+  public Linear {
+    if ((weight.dtype() == DType.I8) != (scales != null))
+      throw new IllegalArgumentException("INT8 weights need scales, and only they: " + weight);
+  }
+
+  public int inFeatures() {
+    return weight.dim(1);
+  }
+
+  public int outFeatures() {
+    return weight.dim(0);
+  }
+
+  /** {@code out (n, outFeatures) = x (n, inFeatures) · Wᵀ}; scratch for INT8 activations comes from {@code scratch}. */
+  public void apply(Kernels k, Tensor out, Tensor x, TensorArena scratch) {
+    if (scales == null) {
+      k.matmul(out, x, weight);
+      return;
+    }
+    int n = Math.toIntExact(x.numRows());
+    Tensor xq = scratch.allocate(DType.I8, n, inFeatures());
+    Tensor xs = scratch.allocate(DType.F32, n);
+    k.quantizeRows(xq, xs, x);
+    k.matmulInt8(out, xq, xs, weight, scales);
+  }
+
+  /** Bytes of weight (and scale) data: what one pass over this matrix reads. */
+  public long bytes() {
+    return weight.numElements() * weight.dtype().byteSize() + (scales == null ? 0 : scales.numElements() * 4);
+  }
+}

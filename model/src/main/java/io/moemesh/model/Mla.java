@@ -1,0 +1,146 @@
+package io.moemesh.model;
+
+import io.moemesh.kernels.DType;
+import io.moemesh.kernels.Kernels;
+import io.moemesh.kernels.PagedLatentKv;
+import io.moemesh.kernels.RopeTable;
+import io.moemesh.kernels.Tensor;
+import io.moemesh.kernels.TensorArena;
+
+/**
+ * Multi-head latent attention (DeepSeek-V2/V3), as in DeepSeek's reference {@code MLA.forward}:
+ * <pre>
+ *   q            = wq_b(q_norm(wq_a(x)))                     (T, heads, nope + rope)   [or wq(x)]
+ *   c_kv ‖ k_pe  = wkv_a(x);  c_kv = kv_norm(c_kv)           (T, kv_lora_rank ‖ rope)  → latent cache
+ *   q_pe, k_pe   = rope(q_pe), rope(k_pe)
+ *   naive:    k = [wkv_b(c_kv)_nope ‖ k_pe],  v = wkv_b(c_kv)_v,  o = softmax(q·k · scale) v
+ *   absorbed: q_lat = q_nope · W_UK,  o_lat = softmax((q_lat·c_kv + q_pe·k_pe) · scale) c_kv,  o = o_lat · W_UVᵀ
+ *   out          = wo(o)
+ * </pre>
+ * Both forms read keys from the latent cache (after its BF16 rounding), so a token's numbers do not depend on
+ * whether its context was computed in this pass or an earlier one.
+ */
+public final class Mla {
+  private final ModelConfig c;
+  private final int layerId; // index into the KV cache
+  private final Linear wq;    // (heads * qkHeadDim, dim), when q_lora_rank is 0
+  private final Linear wqA;   // (qLoraRank, dim)
+  private final Tensor qNorm; // (qLoraRank) F32
+  private final Linear wqB;   // (heads * qkHeadDim, qLoraRank)
+  private final Linear wkvA;  // (kvLoraRank + rope, dim)
+  private final Tensor kvNorm; // (kvLoraRank) F32
+  private final Linear wkvB;  // (heads * (nope + v), kvLoraRank)
+  private final Tensor wUkT;  // (heads, kvLoraRank, nope): W_UK transposed per head, for q absorption
+  private final Tensor wUv;   // (heads, v, kvLoraRank): W_UV per head, for the output
+  private final Linear wo;    // (dim, heads * v)
+
+  public Mla(ModelConfig c, int layerId, Linear wq, Linear wqA, Tensor qNorm, Linear wqB, Linear wkvA, Tensor kvNorm,
+      Linear wkvB, Tensor wUkT, Tensor wUv, Linear wo) {
+    this.c = c;
+    this.layerId = layerId;
+    this.wq = wq;
+    this.wqA = wqA;
+    this.qNorm = qNorm;
+    this.wqB = wqB;
+    this.wkvA = wkvA;
+    this.kvNorm = kvNorm;
+    this.wkvB = wkvB;
+    this.wUkT = wUkT;
+    this.wUv = wUv;
+    this.wo = wo;
+  }
+
+  /** Attention output {@code out (T, dim)} for the normed input {@code x (T, dim)}; writes the batch's KV. */
+  public void forward(Kernels k, Tensor out, Tensor x, ForwardBatch batch, Tensor positions, RopeTable rope,
+      LatentKvCache cache, TensorArena scratch) {
+    int T = batch.numRows(), heads = c.numAttentionHeads(), qk = c.qkHeadDim(), nope = c.qkNopeHeadDim();
+    int rank = c.kvLoraRank(), ropeDim = c.qkRopeHeadDim();
+
+    Tensor q = scratch.allocate(DType.F32, T, heads, qk);
+    Tensor q2 = q.reshape(T, heads * qk);
+    if (wq != null) {
+      wq.apply(k, q2, x, scratch);
+    } else {
+      Tensor qa = scratch.allocate(DType.F32, T, c.qLoraRank());
+      wqA.apply(k, qa, x, scratch);
+      k.rmsNorm(qa, qa, qNorm, c.rmsNormEps());
+      wqB.apply(k, q2, qa, scratch);
+    }
+    Tensor qPe = q.cols(nope, qk); // (T, heads, rope)
+    k.rope(qPe, positions, rope);
+
+    Tensor kv = scratch.allocate(DType.F32, T, rank + ropeDim);
+    wkvA.apply(k, kv, x, scratch);
+    Tensor latent = scratch.allocate(DType.F32, T, rank + ropeDim); // kv_norm(c_kv) ‖ rope(k_pe)
+    k.rmsNorm(latent.cols(0, rank), kv.cols(0, rank), kvNorm, c.rmsNormEps());
+    latent.cols(rank, rank + ropeDim).copyFrom(kv.cols(rank, rank + ropeDim));
+    k.rope(latent.cols(rank, rank + ropeDim), positions, rope);
+    for (ForwardBatch.SequenceChunk s : batch.sequences())
+      for (int r = s.firstRow(); r < s.firstRow() + s.numRows(); r++)
+        cache.write(k, layerId, s.blockTable(), batch.positions()[r], latent.rows(r, r + 1));
+
+    Tensor o = scratch.allocate(DType.F32, T, heads * c.vHeadDim());
+    for (ForwardBatch.SequenceChunk s : batch.sequences()) {
+      int start = batch.positions()[s.firstRow()];
+      int promptRows = Math.clamp(s.numPromptTokens() - start, 0, s.numRows());
+      if (promptRows > 0) naive(k, o, q, batch, s.firstRow(), promptRows, s.blockTable(), cache, scratch);
+      if (promptRows < s.numRows())
+        absorbed(k, o, q, batch, s.firstRow() + promptRows, s.numRows() - promptRows, s.blockTable(), cache, scratch);
+    }
+    wo.apply(k, out, o, scratch);
+  }
+
+  /** Rows {@code [first, first + n)} of one sequence, attending over keys expanded from the latent cache. */
+  private void naive(Kernels k, Tensor o, Tensor q, ForwardBatch batch, int first, int n, int[] blockTable,
+      LatentKvCache cache, TensorArena scratch) {
+    int heads = c.numAttentionHeads(), nope = c.qkNopeHeadDim(), qk = c.qkHeadDim(), vDim = c.vHeadDim();
+    int rank = c.kvLoraRank(), ropeDim = c.qkRopeHeadDim();
+    int context = batch.positions()[first + n - 1] + 1;
+    Tensor latent = scratch.allocate(DType.F32, context, rank + ropeDim);
+    cache.read(k, layerId, blockTable, context, latent);
+    Tensor kvB = scratch.allocate(DType.F32, context, heads, nope + vDim);
+    wkvB.apply(k, kvB.reshape(context, heads * (nope + vDim)), latent.cols(0, rank), scratch);
+    Tensor keys = scratch.allocate(DType.F32, context, heads, qk);
+    for (int h = 0; h < heads; h++) {
+      Tensor key = keys.reshape(context, heads * qk).cols(h * qk, (h + 1) * qk);
+      key.cols(0, nope).copyFrom(kvB.reshape(context, heads * (nope + vDim)).cols(h * (nope + vDim), h * (nope + vDim) + nope));
+      key.cols(nope, qk).copyFrom(latent.cols(rank, rank + ropeDim));
+    }
+    int[] lens = new int[n];
+    for (int i = 0; i < n; i++) lens[i] = batch.positions()[first + i] + 1;
+    Tensor out = o.rows(first, first + n).reshape(n, heads, vDim);
+    k.attention(out, q.rows(first, first + n), keys, kvB.cols(nope, nope + vDim), scratch.ofInts(lens, n), c.softmaxScale());
+  }
+
+  /** Rows {@code [first, first + n)} of one sequence, in the absorbed form over the paged latent cache. */
+  private void absorbed(Kernels k, Tensor o, Tensor q, ForwardBatch batch, int first, int n, int[] blockTable,
+      LatentKvCache cache, TensorArena scratch) {
+    int heads = c.numAttentionHeads(), nope = c.qkNopeHeadDim(), qk = c.qkHeadDim(), vDim = c.vHeadDim();
+    int rank = c.kvLoraRank();
+    Tensor qRows = q.rows(first, first + n).reshape(n, heads * qk);
+    Tensor qLatent = scratch.allocate(DType.F32, n, heads, rank);
+    Tensor oLatent = scratch.allocate(DType.F32, n, heads, rank);
+    for (int h = 0; h < heads; h++)
+      k.matmul(qLatent.reshape(n, heads * rank).cols(h * rank, (h + 1) * rank), qRows.cols(h * qk, h * qk + nope), head(wUkT, h));
+    int[] lens = new int[n];
+    int[] table = new int[n * blockTable.length];
+    for (int i = 0; i < n; i++) {
+      lens[i] = batch.positions()[first + i] + 1;
+      System.arraycopy(blockTable, 0, table, i * blockTable.length, blockTable.length);
+    }
+    var kv = new PagedLatentKv(cache.pages(layerId), scratch.ofInts(table, n, blockTable.length), scratch.ofInts(lens, n));
+    k.mlaDecode(oLatent, qLatent, q.rows(first, first + n).cols(nope, qk), kv, c.softmaxScale());
+    Tensor oRows = o.rows(first, first + n);
+    for (int h = 0; h < heads; h++)
+      k.matmul(oRows.cols(h * vDim, (h + 1) * vDim), oLatent.reshape(n, heads * rank).cols(h * rank, (h + 1) * rank), head(wUv, h));
+  }
+
+  private static Tensor head(Tensor perHead, int h) {
+    return perHead.rows(h, h + 1).reshape(perHead.dim(1), perHead.dim(2));
+  }
+
+  public long weightBytes() {
+    long bytes = wkvA.bytes() + wkvB.bytes() + wo.bytes() + (wq != null ? wq.bytes() : wqA.bytes() + wqB.bytes());
+    return bytes + wUkT.numElements() * wUkT.dtype().byteSize() + wUv.numElements() * wUv.dtype().byteSize();
+  }
+}

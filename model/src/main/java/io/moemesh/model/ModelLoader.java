@@ -1,0 +1,99 @@
+package io.moemesh.model;
+
+import io.moemesh.kernels.GateParams;
+import io.moemesh.kernels.Tensor;
+import io.moemesh.model.moe.MoeLayer;
+import java.util.Map;
+
+/** Builds the layers of a {@link DeepseekModel} from checkpoint tensors named as DeepSeek-V3's Hugging Face checkpoint. */
+final class ModelLoader {
+  private final ModelConfig c;
+  private final WeightLoader w;
+  private final Precision precision;
+
+  ModelLoader(ModelConfig c, WeightLoader w, Precision precision) {
+    this.c = c;
+    this.w = w;
+    this.precision = precision;
+  }
+
+  /**
+   * Layer {@code i}'s block; {@code cacheLayer} is its index in the KV cache. Routed and shared experts go to
+   * the maps (keyed by {@code i}) that the in-process expert backend serves.
+   */
+  DecoderLayer block(int i, int cacheLayer, Map<Integer, Mlp[]> routed, Map<Integer, Mlp> shared) {
+    String p = "model.layers." + i + ".";
+    Tensor attnNorm = w.f32(p + "input_layernorm.weight", c.hiddenSize());
+    Tensor ffnNorm = w.f32(p + "post_attention_layernorm.weight", c.hiddenSize());
+    Mla attention = attention(p + "self_attn.", cacheLayer);
+    if (!c.isMoeLayer(i))
+      return new DecoderLayer(attnNorm, attention, ffnNorm, mlp(p + "mlp.", c.intermediateSize()), null);
+    String m = p + "mlp.";
+    int experts = c.nRoutedExperts();
+    Tensor gate = w.matrix(m + "gate.weight", experts, c.hiddenSize());
+    Tensor bias = c.hasCorrectionBias() ? w.f32(m + "gate.e_score_correction_bias", experts) : null;
+    Mlp[] layerExperts = new Mlp[experts];
+    for (int e = 0; e < experts; e++) layerExperts[e] = mlp(m + "experts." + e + ".", c.moeIntermediateSize());
+    routed.put(i, layerExperts);
+    if (c.nSharedExperts() > 0) shared.put(i, mlp(m + "shared_experts.", c.nSharedExperts() * c.moeIntermediateSize()));
+    var params = new GateParams(c.numExpertsPerTok(), c.nGroup(), c.topkGroup(), c.normTopkProb(), c.routedScalingFactor());
+    return new DecoderLayer(attnNorm, attention, ffnNorm, null, new MoeLayer(i, gate, bias, params, c.nSharedExperts() > 0));
+  }
+
+  private Mlp mlp(String prefix, int inter) {
+    return new Mlp(w.linear(prefix + "gate_proj", inter, c.hiddenSize(), true),
+        w.linear(prefix + "down_proj", c.hiddenSize(), inter, true),
+        w.linear(prefix + "up_proj", inter, c.hiddenSize(), true));
+  }
+
+  private Mla attention(String p, int cacheLayer) {
+    int heads = c.numAttentionHeads(), qk = c.qkHeadDim(), nope = c.qkNopeHeadDim(), v = c.vHeadDim();
+    int rank = c.kvLoraRank(), dim = c.hiddenSize();
+    Linear wq = null, wqA = null, wqB = null;
+    Tensor qNorm = null;
+    if (c.qLoraRank() == 0) {
+      wq = w.linear(p + "q_proj", heads * qk, dim, true);
+    } else {
+      wqA = w.linear(p + "q_a_proj", c.qLoraRank(), dim, true);
+      qNorm = w.f32(p + "q_a_layernorm.weight", c.qLoraRank());
+      wqB = w.linear(p + "q_b_proj", heads * qk, c.qLoraRank(), true);
+    }
+    Linear wkvA = w.linear(p + "kv_a_proj_with_mqa", rank + c.qkRopeHeadDim(), dim, true);
+    Tensor kvNorm = w.f32(p + "kv_a_layernorm.weight", rank);
+    Tensor kvB = w.matrix(p + "kv_b_proj.weight", heads * (nope + v), rank); // (heads * (nope + v), rank)
+    Linear wkvB = precision == Precision.INT8 ? w.linear(p + "kv_b_proj", heads * (nope + v), rank, true) : new Linear(kvB, null);
+    Tensor wUkT = w.allocate(kvB.dtype(), heads, rank, nope);
+    Tensor wUv = w.allocate(kvB.dtype(), heads, v, rank);
+    for (int h = 0; h < heads; h++) {
+      long base = (long) h * (nope + v) * rank;
+      for (int d = 0; d < nope; d++)
+        for (int r = 0; r < rank; r++)
+          wUkT.setFloat(((long) h * rank + r) * nope + d, kvB.getFloat(base + (long) d * rank + r));
+      wUv.rows(h, h + 1).reshape(v, rank).copyFrom(kvB.rows(h * (nope + v) + nope, (h + 1) * (nope + v)));
+    }
+    Linear wo = w.linear(p + "o_proj", dim, heads * v, true);
+    return new Mla(c, cacheLayer, wq, wqA, qNorm, wqB, wkvA, kvNorm, wkvB, wUkT, wUv, wo);
+  }
+
+  Tensor embedding(String name) {
+    return w.matrix(name, c.vocabSize(), c.hiddenSize());
+  }
+
+  Tensor norm(String name) {
+    return w.f32(name, c.hiddenSize());
+  }
+
+  Linear head(String name) {
+    return new Linear(w.matrix(name, c.vocabSize(), c.hiddenSize()), null);
+  }
+
+  /** The MTP module at layer index {@code i} (≥ num_hidden_layers), sharing the main embedding when it has none. */
+  MtpLayer mtp(int i, int cacheLayer, Tensor mainEmbedding, Map<Integer, Mlp[]> routed, Map<Integer, Mlp> shared) {
+    String p = "model.layers." + i + ".";
+    Tensor embed = w.contains(p + "embed_tokens.weight") ? embedding(p + "embed_tokens.weight") : mainEmbedding;
+    Linear ehProj = new Linear(w.matrix(p + "eh_proj.weight", c.hiddenSize(), 2 * c.hiddenSize()), null);
+    return new MtpLayer(embed, norm(p + "enorm.weight"), norm(p + "hnorm.weight"), ehProj,
+        block(i, cacheLayer, routed, shared), norm(p + "shared_head.norm.weight"), head(p + "shared_head.head.weight"));
+  }
+
+}

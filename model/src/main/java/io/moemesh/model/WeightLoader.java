@@ -1,0 +1,138 @@
+package io.moemesh.model;
+
+import io.moemesh.kernels.DType;
+import io.moemesh.kernels.Kernels;
+import io.moemesh.kernels.Tensor;
+import io.moemesh.kernels.TensorArena;
+import io.moemesh.model.checkpoint.Checkpoint;
+import io.moemesh.model.checkpoint.CheckpointException;
+import io.moemesh.model.checkpoint.StDType;
+import io.moemesh.model.checkpoint.TensorInfo;
+
+/**
+ * Turns checkpoint tensors into the forms a {@link Precision} computes with: F32 vectors for norms and
+ * biases; matrices as stored (BF16), dequantized from FP8 block scales (F32 in {@code exact}, BF16 in
+ * {@code bf16}), or quantized per output channel to INT8 ({@code int8}, for attention projections and
+ * experts). Every tensor's shape is checked against the config.
+ */
+final class WeightLoader {
+  private final Checkpoint checkpoint;
+  private final ModelConfig config;
+  private final Precision precision;
+  private final Kernels kernels;
+  private final TensorArena arena;
+  private final LoadProgress progress;
+  private final long totalBytes;
+  private long doneBytes;
+
+  WeightLoader(Checkpoint checkpoint, ModelConfig config, Precision precision, Kernels kernels, TensorArena arena, LoadProgress progress) {
+    this.checkpoint = checkpoint;
+    this.config = config;
+    this.precision = precision;
+    this.kernels = kernels;
+    this.arena = arena;
+    this.progress = progress;
+    this.totalBytes = checkpoint.names().stream().mapToLong(n -> checkpoint.info(n).byteLength()).sum();
+  }
+
+  /** Fresh weight memory for tensors derived at load time (e.g. MLA's absorbed matrices). */
+  Tensor allocate(DType dtype, int... shape) {
+    return arena.allocate(dtype, shape);
+  }
+
+  boolean contains(String name) {
+    return checkpoint.contains(name);
+  }
+
+  /** A vector or matrix as F32 (norm weights, biases), whatever its stored float type. */
+  Tensor f32(String name, int... shape) {
+    TensorInfo info = info(name, shape);
+    Tensor t = arena.allocate(DType.F32, shape);
+    checkpoint.readInto(name, t);
+    read(info);
+    return t;
+  }
+
+  /** A matrix in the precision's float form: BF16, or F32 when {@code exact} needs it (FP8 or F32 sources). */
+  Tensor matrix(String name, int... shape) {
+    TensorInfo info = info(name, shape);
+    Tensor t;
+    if (info.dtype() == StDType.F8_E4M3) {
+      t = arena.allocate(precision == Precision.EXACT ? DType.F32 : DType.BF16, shape);
+      dequantize(name, info, t);
+    } else if (info.dtype() == StDType.BF16 || (info.dtype() == StDType.F32 && precision == Precision.EXACT)) {
+      t = checkpoint.load(name, arena);
+    } else if (info.dtype() == StDType.F32 || info.dtype() == StDType.F16) {
+      t = arena.allocate(precision == Precision.EXACT ? DType.F32 : DType.BF16, shape);
+      try (TensorArena temp = TensorArena.open()) {
+        Tensor f = temp.allocate(DType.F32, shape);
+        checkpoint.readInto(name, f);
+        if (t.dtype() == DType.F32) t.copyFrom(f);
+        else kernels.convert(t, f);
+      }
+    } else {
+      throw new CheckpointException("tensor '" + name + "' has dtype " + info.dtype() + ": weights must be BF16, F16, F32 or F8_E4M3");
+    }
+    read(info);
+    return t;
+  }
+
+  /** A projection; INT8 in {@code int8} precision when {@code quantizable}. */
+  Linear linear(String prefix, int out, int in, boolean quantizable) {
+    String name = prefix + ".weight";
+    if (!(quantizable && precision == Precision.INT8)) return new Linear(matrix(name, out, in), null);
+    TensorInfo info = info(name, out, in);
+    Tensor q = arena.allocate(DType.I8, out, in);
+    Tensor scales = arena.allocate(DType.F32, out);
+    try (TensorArena temp = TensorArena.open()) {
+      Tensor source;
+      if (info.dtype() == StDType.F8_E4M3) {
+        source = temp.allocate(DType.F32, out, in);
+        dequantize(name, info, source);
+      } else {
+        source = info.dtype() == StDType.BF16 ? checkpoint.load(name, temp) : temp.allocate(DType.F32, out, in);
+        if (source.dtype() == DType.F32) checkpoint.readInto(name, source);
+      }
+      kernels.quantizeRows(q, scales, source);
+    }
+    read(info);
+    return new Linear(q, scales);
+  }
+
+  private void dequantize(String name, TensorInfo info, Tensor out) {
+    var quant = config.quantization();
+    if (quant == null)
+      throw new CheckpointException("tensor '" + name + "' is FP8 but config.json has no quantization_config");
+    if (quant.blockRows() != quant.blockCols())
+      throw new CheckpointException("FP8 blocks of " + quant.blockRows() + "×" + quant.blockCols() + " are not supported (square blocks only)");
+    int block = quant.blockRows(), rows = out.dim(0), cols = out.dim(1);
+    String scaleName = name + "_scale_inv";
+    if (!checkpoint.contains(scaleName)) throw new CheckpointException("FP8 tensor '" + name + "' has no '" + scaleName + "'");
+    try (TensorArena temp = TensorArena.open()) {
+      Tensor w = checkpoint.load(name, temp);
+      Tensor scale = temp.allocate(DType.F32, ceilDiv(rows, block), ceilDiv(cols, block));
+      info(scaleName, scale.shape());
+      checkpoint.readInto(scaleName, scale);
+      kernels.dequantizeFp8(out, w, scale, block);
+      read(checkpoint.info(scaleName));
+    }
+  }
+
+  private TensorInfo info(String name, int... shape) {
+    if (!checkpoint.contains(name)) throw new CheckpointException("checkpoint has no tensor '" + name + "'");
+    TensorInfo info = checkpoint.info(name);
+    if (!info.hasShape(shape))
+      throw new CheckpointException("tensor '" + name + "' has shape " + info.shapeString() + ", config.json implies "
+          + java.util.Arrays.toString(shape).replace('[', '(').replace(']', ')'));
+    return info;
+  }
+
+  private void read(TensorInfo info) {
+    doneBytes += info.byteLength();
+    if (progress != null) progress.loaded(Math.min(doneBytes, totalBytes), totalBytes);
+  }
+
+  private static int ceilDiv(int a, int b) {
+    return (a + b - 1) / b;
+  }
+}

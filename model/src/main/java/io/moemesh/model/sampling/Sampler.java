@@ -1,0 +1,190 @@
+package io.moemesh.model.sampling;
+
+import java.util.Objects;
+import java.util.Optional;
+import java.util.SplittableRandom;
+
+/**
+ * Picks one request's next tokens from its logits row, in vLLM's order:
+ * <pre>
+ *   logits ─▶ penalties ─▶ ÷ temperature ─▶ top-k ─▶ top-p ─▶ min-p ─▶ draw          (temperature &gt; 0)
+ *   logits ─▶ penalties ─▶ argmax, ties to the lowest id                              (temperature = 0)
+ *   logits ─▶ log-softmax ─▶ chosen token's logprob + top n                           (if logprobs asked)
+ * </pre>
+ * <ul>
+ *   <li><b>Penalties</b> (vLLM {@code apply_penalties}), for every token id t seen in the prompt or the
+ *       output: {@code l ← l > 0 ? l / repetition : l · repetition}; then, with {@code c} = times t was
+ *       generated, {@code l ← l - frequency · c - presence · [c > 0]}. Prompt-only tokens get the
+ *       repetition penalty alone. See {@link #applyPenalties}.
+ *   <li><b>Top-k</b> keeps the logits ≥ the k-th largest (ties at the boundary stay); k ≥ vocab is off.
+ *   <li><b>Top-p</b> keeps the most likely tokens until their mass reaches top_p; the crossing token stays.
+ *   <li><b>Min-p</b> drops tokens with {@code p < min_p · p_max}. This is vLLM V0's place for it, after
+ *       top-p; V1 applies min-p before top-k/top-p, which differs only when both top-p and min-p are set.
+ *   <li><b>Logprobs</b> are raw: the log-softmax of the logits as passed in, before penalties, temperature
+ *       and filters (vLLM's default {@code raw_logprobs}); see {@link SampledToken.Logprobs}.
+ * </ul>
+ *
+ * <p><b>Reproducibility.</b> The random stream belongs to the request: a {@link SplittableRandom} seeded
+ * with {@code seed}, or with a fresh random seed when it is null. Each non-greedy sample draws exactly
+ * one {@code nextDouble()} and greedy samples draw none, so a request's tokens depend only on its seed
+ * and its logits, never on the batch it shares.
+ *
+ * <p><b>Cost</b> per sample, for vocab V: a handful of O(V) passes with no sort of the vocabulary. One
+ * {@code exp} per token to sample, one more per token when logprobs are asked; top-k adds a heap of
+ * k floats, top-p sorts only the candidates above a threshold. {@code sample} never writes to the
+ * caller's array: it works on a scratch row of V floats owned by this sampler (≈ 0.5 MB at V = 129280),
+ * allocated on first use. Not thread-safe: one sampler per request, one thread at a time.
+ */
+public final class Sampler {
+  private final SamplingParams params;
+  private final int vocabSize;
+  private final SplittableRandom random;
+  private float[] scratch; // (vocabSize) penalised logits, then weights; allocated on first use
+
+  /**
+   * A sampler for one request over a vocabulary of {@code vocabSize} tokens.
+   *
+   * @throws IllegalArgumentException if a stop token id lies outside the vocabulary
+   */
+  public Sampler(SamplingParams params, int vocabSize) {
+    this.params = Objects.requireNonNull(params, "params").validateFor(vocabSize);
+    this.vocabSize = vocabSize;
+    this.random = params.seed() != null ? new SplittableRandom(params.seed()) : new SplittableRandom();
+  }
+
+  public SamplingParams params() {
+    return params;
+  }
+
+  public int vocabSize() {
+    return vocabSize;
+  }
+
+  /**
+   * Samples the next token.
+   *
+   * @param logits one row of {@code (vocabSize)} logits; read, never written
+   * @param history the request's prompt and generated tokens, for the penalties; read, never written
+   *     (the engine appends the accepted token afterwards)
+   * @throws IllegalArgumentException if the row has the wrong length, holds NaN or +&infin;, is all
+   *     -&infin;, or a history token id lies outside the vocabulary
+   */
+  public SampledToken sample(float[] logits, TokenCounts history) {
+    checkRow(logits, history);
+    int rawArgmax = LogitOps.argmax(logits); // validates the row too
+    int tokenId;
+    if (params.isGreedy()) {
+      tokenId = penalize(logits, history) ? LogitOps.argmax(scratch) : rawArgmax;
+    } else {
+      double total = weigh(logits, history);
+      tokenId = LogitOps.draw(scratch, total, random.nextDouble());
+    }
+    if (params.logprobs() == null) {
+      return new SampledToken(tokenId, Optional.empty());
+    }
+    double logSumExp = LogitOps.logSumExp(logits, logits[rawArgmax]);
+    return new SampledToken(tokenId, Optional.of(new SampledToken.Logprobs(
+        logits[tokenId] - logSumExp, LogitOps.top(logits, params.logprobs(), logSumExp))));
+  }
+
+  /**
+   * The normalised distribution the next draw uses (one-hot on the argmax when greedy). For tests and
+   * diagnostics; draws no randomness.
+   */
+  double[] probabilities(float[] logits, TokenCounts history) {
+    checkRow(logits, history);
+    int rawArgmax = LogitOps.argmax(logits);
+    double[] p = new double[vocabSize];
+    if (params.isGreedy()) {
+      p[penalize(logits, history) ? LogitOps.argmax(scratch) : rawArgmax] = 1;
+      return p;
+    }
+    double total = weigh(logits, history);
+    for (int i = 0; i < vocabSize; i++) {
+      p[i] = scratch[i] / total;
+    }
+    return p;
+  }
+
+  /**
+   * Applies the penalties to one row in place, as vLLM's {@code apply_penalties} does, for each distinct
+   * token t of {@code history} (c = times t was generated; prompt-only tokens have c = 0):
+   * <pre>
+   *   l[t] ← l[t] &gt; 0 ? l[t] / repetition_penalty : l[t] · repetition_penalty
+   *   l[t] ← l[t] - frequency_penalty · c - presence_penalty · (c &gt; 0 ? 1 : 0)
+   * </pre>
+   * computed in double and rounded once to float; a result beyond the float range saturates at
+   * ±{@link Float#MAX_VALUE} so the row stays finite. Tokens never seen are untouched.
+   */
+  static void applyPenalties(float[] logits, TokenCounts history, SamplingParams params) {
+    double repetition = params.repetitionPenalty();
+    for (int i = 0; i < history.numDistinctTokens(); i++) {
+      int tokenId = history.tokenIdAt(i);
+      if (tokenId >= logits.length) {
+        throw new IllegalArgumentException(
+            "history token id " + tokenId + " is outside the vocabulary [0, " + logits.length + ")");
+      }
+      int count = history.generatedCountAt(i);
+      double l = logits[tokenId];
+      l = l > 0 ? l / repetition : l * repetition;
+      l -= params.frequencyPenalty() * count;
+      if (count > 0) {
+        l -= params.presencePenalty();
+      }
+      if (l != Double.NEGATIVE_INFINITY) {
+        l = Math.max(-Float.MAX_VALUE, Math.min(Float.MAX_VALUE, l));
+      }
+      logits[tokenId] = (float) l;
+    }
+  }
+
+  /** Penalises a copy of the row into scratch; false (and scratch untouched) when no penalty applies. */
+  private boolean penalize(float[] logits, TokenCounts history) {
+    if (!params.usesPenalties() || history.numDistinctTokens() == 0) {
+      return false;
+    }
+    float[] x = scratch();
+    System.arraycopy(logits, 0, x, 0, vocabSize);
+    applyPenalties(x, history, params);
+    return true;
+  }
+
+  /** Penalties, temperature, top-k, top-p, min-p: leaves the final weights in scratch, returns their sum. */
+  private double weigh(float[] logits, TokenCounts history) {
+    float[] x = scratch();
+    if (!penalize(logits, history)) {
+      System.arraycopy(logits, 0, x, 0, vocabSize);
+    }
+    float max = x[LogitOps.argmax(x)];
+    int topK = params.topK();
+    float floor = topK > 0 && topK < vocabSize ? LogitOps.kthLargest(x, topK) : Float.NEGATIVE_INFINITY;
+    double total = LogitOps.toWeights(x, max, params.temperature(), floor);
+    if (params.topP() < 1) {
+      total = LogitOps.keepNucleus(x, total, params.topP());
+    }
+    if (params.minP() > 0) {
+      total = LogitOps.keepAtLeast(x, params.minP());
+    }
+    return total;
+  }
+
+  private void checkRow(float[] logits, TokenCounts history) {
+    Objects.requireNonNull(history, "history");
+    if (logits.length != vocabSize) {
+      throw new IllegalArgumentException(
+          "logits has " + logits.length + " entries, expected the vocabulary size " + vocabSize);
+    }
+  }
+
+  private float[] scratch() {
+    if (scratch == null) {
+      scratch = new float[vocabSize];
+    }
+    return scratch;
+  }
+
+  @Override
+  public String toString() {
+    return "Sampler[vocabSize=" + vocabSize + ", " + params + "]";
+  }
+}

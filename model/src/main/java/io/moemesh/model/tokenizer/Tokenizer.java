@@ -1,0 +1,308 @@
+package io.moemesh.model.tokenizer;
+
+import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
+import ai.djl.huggingface.tokenizers.jni.TokenizersLibrary;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalInt;
+import java.util.Set;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
+
+/**
+ * A Hugging Face tokenizer ({@code tokenizer.json} + {@code tokenizer_config.json}), run by the {@code tokenizers}
+ * Rust core through DJL's JNI binding.
+ *
+ * <p>The native tokenizer never adds special tokens itself: {@link #encode(String)} returns exactly the text's
+ * tokens (special-token strings in the text, such as those a chat template emits, still become their single ids),
+ * and {@link #encode(String, boolean)} adds BOS/EOS as {@code tokenizer_config.json}'s {@code add_bos_token} /
+ * {@code add_eos_token} say, as {@code transformers}' {@code LlamaTokenizerFast} does. Truncation and padding are
+ * off.
+ *
+ * <p><b>Thread safety.</b> Encode and decode may run concurrently from any number of threads. DJL's
+ * {@code HuggingFaceTokenizer} keeps no mutable Java state after construction, and its JNI entry points call only
+ * {@code &self} methods of the Rust {@code Tokenizer} ({@code encode_char_offsets}, {@code decode}), which is
+ * {@code Sync}; its only shared mutable state, the BPE word cache, sits behind a lock. DJL mutates the native object
+ * only in its constructor (padding, truncation). What is not safe in DJL is {@code close()} racing a call (a
+ * use-after-free in native code), so this class guards calls with a read lock and {@link #close()} with the write
+ * lock; a call after close throws {@link IllegalStateException}.
+ */
+public final class Tokenizer implements AutoCloseable {
+  public static final String FILE_NAME = "tokenizer.json";
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final int MAX_VOCAB = 1 << 24;
+
+  static {
+    // DJL pings an EC2 metadata address and a telemetry endpoint when a tokenizer is created, unless opted out.
+    if (System.getProperty("OPT_OUT_TRACKING") == null) System.setProperty("OPT_OUT_TRACKING", "true");
+  }
+
+  private final Path directory;
+  private final HuggingFaceTokenizer native_;
+  private final long handle;
+  private final TokenizerConfig config;
+  private final String[] idToToken; // (vocabSize); null for ids no token uses
+  private final Map<String, Integer> tokenToId;
+  private final List<AddedToken> addedTokens;
+  private final boolean[] special; // (vocabSize)
+  private final byte[][] tokenBytes; // (vocabSize), null unless the decoder is ByteLevel
+  private final int bosId;
+  private final int eosId;
+  private final int padId;
+  private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
+  private boolean closed; // guarded by lock
+
+  private Tokenizer(Path directory, byte[] json, JsonNode root, TokenizerConfig config) {
+    Path file = directory.resolve(FILE_NAME);
+    this.directory = directory;
+    this.config = config;
+    this.tokenToId = new HashMap<>();
+    JsonNode model = root.path("model");
+    JsonNode vocab = model.get("vocab");
+    if (vocab == null || !(vocab.isObject() || vocab.isArray())) {
+      throw new TokenizerException(file + ": model.vocab is missing");
+    }
+    if (vocab.isObject()) {
+      vocab.properties().forEach(e -> tokenToId.put(e.getKey(), e.getValue().asInt()));
+    } else { // Unigram: [[token, score], ...], id = position
+      for (int i = 0; i < vocab.size(); i++) tokenToId.put(vocab.get(i).path(0).asText(), i);
+    }
+    List<AddedToken> added = new ArrayList<>();
+    for (JsonNode t : root.path("added_tokens")) {
+      added.add(new AddedToken(t.path("id").asInt(), t.path("content").asText(), t.path("special").asBoolean()));
+    }
+    this.addedTokens = List.copyOf(added);
+    for (AddedToken t : added) tokenToId.put(t.content(), t.id());
+    int size = 0;
+    for (int id : tokenToId.values()) {
+      if (id < 0 || id >= MAX_VOCAB) throw new TokenizerException(file + ": token id " + id + " out of range");
+      size = Math.max(size, id + 1);
+    }
+    this.idToToken = new String[size];
+    tokenToId.forEach((token, id) -> idToToken[id] = token);
+    this.special = new boolean[size];
+    for (AddedToken t : added) special[t.id()] = t.special();
+    this.tokenBytes = "ByteLevel".equals(root.path("decoder").path("type").asText()) ? byteTable(idToToken) : null;
+    this.bosId = idOf(config.bosToken(), "bos_token");
+    this.eosId = idOf(config.eosToken(), "eos_token");
+    this.padId = idOf(config.padToken(), "pad_token");
+    try {
+      this.native_ = HuggingFaceTokenizer.newInstance(new ByteArrayInputStream(json),
+          Map.of("addSpecialTokens", "false", "truncation", "false", "padding", "false"));
+    } catch (IOException | RuntimeException e) {
+      throw new TokenizerException(file + ": Hugging Face tokenizers cannot load it: " + e.getMessage(), e);
+    }
+    this.handle = native_.getHandle();
+  }
+
+  /** Loads {@value #FILE_NAME} and {@value TokenizerConfig#FILE_NAME} from a model directory. */
+  public static Tokenizer load(Path modelDir) {
+    Path file = modelDir.resolve(FILE_NAME);
+    byte[] json;
+    JsonNode root;
+    try {
+      json = Files.readAllBytes(file);
+      root = JSON.readTree(json);
+    } catch (NoSuchFileException e) {
+      throw new TokenizerException(file + ": missing tokenizer file");
+    } catch (IOException e) {
+      throw new TokenizerException(file + ": malformed JSON: " + e.getMessage(), e);
+    }
+    if (root == null || !root.isObject()) throw new TokenizerException(file + ": expected a JSON object");
+    return new Tokenizer(modelDir, json, root, TokenizerConfig.read(modelDir));
+  }
+
+  private static byte[][] byteTable(String[] idToToken) {
+    byte[][] table = new byte[idToToken.length][];
+    for (int id = 0; id < table.length; id++) table[id] = idToToken[id] == null ? new byte[0] : ByteLevel.decode(idToToken[id]);
+    return table;
+  }
+
+  private int idOf(String token, String field) {
+    if (token == null) return -1;
+    Integer id = tokenToId.get(token);
+    if (id == null) {
+      throw new TokenizerException(directory.resolve(TokenizerConfig.FILE_NAME) + ": " + field + " " + token
+          + " is not in the vocabulary of " + directory.resolve(FILE_NAME));
+    }
+    return id;
+  }
+
+  /** The text's token ids, without BOS/EOS. */
+  public int[] encode(String text) {
+    String input = withoutLoneSurrogates(text);
+    lock.readLock().lock();
+    try {
+      ensureOpen();
+      long encoding = TokenizersLibrary.LIB.encode(handle, input, false);
+      try {
+        return toInts(TokenizersLibrary.LIB.getTokenIds(encoding));
+      } finally {
+        TokenizersLibrary.LIB.deleteEncoding(encoding);
+      }
+    } finally {
+      lock.readLock().unlock();
+    }
+  }
+
+  /**
+   * The text's token ids; with {@code addSpecialTokens}, BOS first if {@code add_bos_token} and EOS last if
+   * {@code add_eos_token}. A chat-template rendering already holds its BOS text: encode it with {@link #encode}.
+   */
+  public int[] encode(String text, boolean addSpecialTokens) {
+    int[] ids = encode(text);
+    boolean bos = addSpecialTokens && config.addBosToken() && bosId >= 0;
+    boolean eos = addSpecialTokens && config.addEosToken() && eosId >= 0;
+    if (!bos && !eos) return ids;
+    int[] out = new int[ids.length + (bos ? 1 : 0) + (eos ? 1 : 0)];
+    if (bos) out[0] = bosId;
+    System.arraycopy(ids, 0, out, bos ? 1 : 0, ids.length);
+    if (eos) out[out.length - 1] = eosId;
+    return out;
+  }
+
+  /** Decodes ids to text; invalid UTF-8 becomes U+FFFD. Ids outside {@code [0, vocabSize)} are an error. */
+  public String decode(int[] ids, boolean skipSpecialTokens) {
+    long[] longs = new long[ids.length];
+    for (int i = 0; i < ids.length; i++) longs[i] = checkId(ids[i]);
+    lock.readLock().lock();
+    try {
+      ensureOpen();
+      return TokenizersLibrary.LIB.decode(handle, longs, skipSpecialTokens);
+    } finally {
+      lock.readLock().unlock();
+    }
+  }
+
+  /** A streaming decoder for one sequence (not thread-safe; one per request). */
+  public IncrementalDetokenizer newDetokenizer(boolean skipSpecialTokens) {
+    return new IncrementalDetokenizer(this, skipSpecialTokens);
+  }
+
+  /** The number of ids, i.e. the largest id in the vocabulary or the added tokens, plus one. */
+  public int vocabSize() {
+    return idToToken.length;
+  }
+
+  public OptionalInt tokenToId(String token) {
+    Integer id = tokenToId.get(token);
+    return id == null ? OptionalInt.empty() : OptionalInt.of(id);
+  }
+
+  /** The token's vocabulary string (byte-level tokens in their GPT-2 spelling, e.g. {@code Ġthe}). */
+  public Optional<String> idToToken(int id) {
+    return id >= 0 && id < idToToken.length ? Optional.ofNullable(idToToken[id]) : Optional.empty();
+  }
+
+  /** BOS id, or -1 if the config names none. */
+  public int bosId() {
+    return bosId;
+  }
+
+  /** EOS id, or -1 if the config names none. */
+  public int eosId() {
+    return eosId;
+  }
+
+  /** Padding id, or -1 if the config names none. */
+  public int padId() {
+    return padId;
+  }
+
+  public List<AddedToken> addedTokens() {
+    return addedTokens;
+  }
+
+  /** The texts of the added tokens marked special (those {@code skipSpecialTokens} drops). */
+  public Set<String> specialTokens() {
+    Set<String> out = new LinkedHashSet<>();
+    for (AddedToken t : addedTokens) if (t.special()) out.add(t.content());
+    return Collections.unmodifiableSet(out);
+  }
+
+  public boolean isSpecial(int id) {
+    return id >= 0 && id < special.length && special[id];
+  }
+
+  /** Whether the decoder is byte-level, so {@link #tokenBytes} is available. */
+  public boolean isByteLevel() {
+    return tokenBytes != null;
+  }
+
+  /** The UTF-8 bytes the token contributes to decoded text (byte-level tokenizers only); do not modify. */
+  byte[] tokenBytes(int id) {
+    if (tokenBytes == null) throw new UnsupportedOperationException("not a byte-level tokenizer: " + directory);
+    return tokenBytes[checkId(id)];
+  }
+
+  public TokenizerConfig config() {
+    return config;
+  }
+
+  /** The chat template of {@code tokenizer_config.json}, bound to this tokenizer's special tokens. */
+  public Optional<ChatTemplate> chatTemplate() {
+    return config.chatTemplate().map(source -> new ChatTemplate(source, ChatTemplate.specialTokensOf(config)));
+  }
+
+  public Path directory() {
+    return directory;
+  }
+
+  @Override
+  public void close() {
+    lock.writeLock().lock();
+    try {
+      if (!closed) native_.close();
+      closed = true;
+    } finally {
+      lock.writeLock().unlock();
+    }
+  }
+
+  private void ensureOpen() {
+    if (closed) throw new IllegalStateException("tokenizer closed: " + directory);
+  }
+
+  private int checkId(int id) {
+    if (id < 0 || id >= idToToken.length) {
+      throw new IllegalArgumentException("token id " + id + " outside [0, " + idToToken.length + ")");
+    }
+    return id;
+  }
+
+  private static int[] toInts(long[] ids) {
+    int[] out = new int[ids.length];
+    for (int i = 0; i < ids.length; i++) out[i] = (int) ids[i];
+    return out;
+  }
+
+  /** JNI's string conversion cannot take unpaired surrogates; they become U+FFFD, as UTF-8 encoding would do. */
+  static String withoutLoneSurrogates(String s) {
+    StringBuilder out = null;
+    for (int i = 0; i < s.length(); i++) {
+      char c = s.charAt(i);
+      boolean paired = Character.isHighSurrogate(c) && i + 1 < s.length() && Character.isLowSurrogate(s.charAt(i + 1));
+      if (paired) {
+        if (out != null) out.append(c).append(s.charAt(i + 1));
+        i++;
+      } else if (Character.isSurrogate(c)) {
+        if (out == null) out = new StringBuilder(s.length()).append(s, 0, i);
+        out.append('\uFFFD');
+      } else if (out != null) {
+        out.append(c);
+      }
+    }
+    return out == null ? s : out.toString();
+  }
+}
