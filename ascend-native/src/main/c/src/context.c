@@ -51,7 +51,7 @@ static void run_part(mk_pool *p, int32_t part) {
 static void *worker_main(void *raw) {
   mk_worker_arg *wa = raw;
   mk_pool *p = wa->pool;
-  uint_fast64_t seen = atomic_load(&p->generation);
+  uint_fast64_t seen = 0; /* the pool starts at generation 0, before any job: a late-starting worker must still see job 1 */
   for (;;) {
     int64_t spin_until = now_nanos() + MK_SPIN_NANOS;
     uint_fast64_t g;

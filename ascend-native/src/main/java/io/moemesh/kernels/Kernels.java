@@ -11,11 +11,15 @@ package io.moemesh.kernels;
  * thread count or on which other rows share the batch. Bad input throws {@link KernelException} naming the
  * op and the shapes; nothing is written then.
  */
-public interface Kernels {
+public interface Kernels extends AutoCloseable {
   /** Weight block edge of DeepSeek-V3's FP8 checkpoints ({@code quantization_config.weight_block_size}). */
   int FP8_BLOCK = 128;
 
   String name();
+
+  /** Releases native resources (threads, contexts); the reference holds none. */
+  @Override
+  default void close() {}
 
   /**
    * {@code out = x · wᵀ}. out F32 (n, m); x F32 (n, k); w F32 or BF16 (m, k). Each output element is one

@@ -23,6 +23,14 @@ public final class TensorArena implements AutoCloseable {
     return new TensorArena(Arena.ofShared());
   }
 
+  /**
+   * An arena for one thread's short-lived scratch (a forward pass): cheaper to close than {@link #open()},
+   * and its tensors may be touched from Java only by the thread that opened it (kernels may use any thread).
+   */
+  public static TensorArena confined() {
+    return new TensorArena(Arena.ofConfined());
+  }
+
   /** A contiguous, zeroed tensor. */
   public Tensor allocate(DType dtype, int... shape) {
     long bytes = Tensor.numElements(shape) * dtype.byteSize();

@@ -111,8 +111,10 @@ record Attention(Tensor qLatent, Tensor qRope, Tensor pages, Tensor blockTable, 
     for (int p = 0; p < contextLens.getInt(t); p++) {
       float[] token = token(t, p);
       double sum = 0;
-      for (int i = 0; i < rank; i++) sum += Math.abs((double) qLatent.getFloat(((long) t * heads + h) * rank + i) * token[i]);
-      for (int i = 0; i < rope; i++) sum += Math.abs((double) qRope.getFloat(((long) t * heads + h) * rope + i) * token[rank + i]);
+      for (int i = 0; i < rank; i++)
+        sum += Math.abs((double) qLatent.getFloat(((long) t * heads + h) * rank + i) * token[i]);
+      for (int i = 0; i < rope; i++)
+        sum += Math.abs((double) qRope.getFloat(((long) t * heads + h) * rope + i) * token[rank + i]);
       largest = Math.max(largest, Math.abs(scale) * sum);
     }
     return largestLatent(t) * (1 + largest);

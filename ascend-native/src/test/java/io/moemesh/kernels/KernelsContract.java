@@ -670,14 +670,15 @@ abstract class KernelsContract {
       double[] magnitude = new double[nq * heads * rank];
       for (int t = 0; t < nq; t++)
         for (int h = 0; h < heads; h++)
-          java.util.Arrays.fill(magnitude, (t * heads + h) * rank, (t * heads + h + 1) * rank, problem.errorScale(t, h, softmaxScale));
+          java.util.Arrays.fill(magnitude, (t * heads + h) * rank, (t * heads + h + 1) * rank,
+              problem.errorScale(t, h, softmaxScale));
       return magnitude;
     }
 
     @ParameterizedTest(name = "nq {0}, heads {1}, rank {2}+{3}, pages of {4} × {5} {6}")
     @MethodSource("shapes")
-    void matchesReferenceWithinToleranceOfLatentAndScoreMagnitude(int nq, int heads, int rank, int rope, int pageSize, int maxPages,
-        DType pagesType) {
+    void matchesReferenceWithinToleranceOfLatentAndScoreMagnitude(int nq, int heads, int rank, int rope, int pageSize,
+        int maxPages, DType pagesType) {
       for (float sharpness : new float[] {1, 30}) {
         var random = new Random(seed(nq, heads, rank, rope, pageSize, sharpness));
         Tensor[] in = inputs(random, nq, heads, rank, rope, pageSize, maxPages, pagesType);
@@ -761,10 +762,13 @@ abstract class KernelsContract {
           double largestScore = 0;
           for (int j = 0; j < in[3].getInt(t); j++) {
             double sum = 0;
-            for (int i = 0; i < dqk; i++)
-              sum += Math.abs((double) in[0].getFloat(((long) t * heads + h) * dqk + i) * in[1].getFloat(((long) j * heads + h) * dqk + i));
+            for (int i = 0; i < dqk; i++) {
+              sum += Math.abs((double) in[0].getFloat(((long) t * heads + h) * dqk + i)
+                  * in[1].getFloat(((long) j * heads + h) * dqk + i));
+            }
             largestScore = Math.max(largestScore, Math.abs(scale) * sum);
-            for (int i = 0; i < dv; i++) largestValue = Math.max(largestValue, Math.abs(in[2].getFloat(((long) j * heads + h) * dv + i)));
+            for (int i = 0; i < dv; i++)
+              largestValue = Math.max(largestValue, Math.abs(in[2].getFloat(((long) j * heads + h) * dv + i)));
           }
           java.util.Arrays.fill(m, (t * heads + h) * dv, (t * heads + h + 1) * dv, largestValue * (1 + largestScore));
         }

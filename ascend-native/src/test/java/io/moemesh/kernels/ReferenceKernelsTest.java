@@ -433,7 +433,8 @@ class ReferenceKernelsTest {
       Tensor direct = arena.allocate(F32, 1, 2, 4);
       Tensor swapped = arena.allocate(F32, 1, 2, 4);
       kernels.mlaDecode(direct, qLatent, qRope, new PagedLatentKv(pages, arena.ofInts(new int[] {0, 1}, 1, 2), lens), 0.5f);
-      kernels.mlaDecode(swapped, qLatent, qRope, new PagedLatentKv(pagesSwapped, arena.ofInts(new int[] {2, 0}, 1, 2), lens), 0.5f);
+      var swappedKv = new PagedLatentKv(pagesSwapped, arena.ofInts(new int[] {2, 0}, 1, 2), lens);
+      kernels.mlaDecode(swapped, qLatent, qRope, swappedKv, 0.5f);
       assertThat(swapped.toFloatArray()).containsExactly(direct.toFloatArray());
     }
 
@@ -542,7 +543,8 @@ class ReferenceKernelsTest {
           double[] s = new double[3 + t];
           double max = Double.NEGATIVE_INFINITY;
           for (int j = 0; j < s.length; j++) {
-            for (int i = 0; i < dqk; i++) s[j] += (double) q.getFloat((t * heads + h) * dqk + i) * k.getFloat((j * heads + h) * dqk + i);
+            for (int i = 0; i < dqk; i++)
+              s[j] += (double) q.getFloat((t * heads + h) * dqk + i) * k.getFloat((j * heads + h) * dqk + i);
             s[j] *= scale;
             max = Math.max(max, s[j]);
           }
@@ -682,7 +684,8 @@ class ReferenceKernelsTest {
 
     @Test
     void roundsTheProductBeforeTheSum() {
-      // w·y = (1 + 2⁻¹²)² = 1 + 2⁻¹¹ + 2⁻²⁴ rounds to 1 + 2⁻¹¹; then −1 gives 2⁻¹¹ (a fused a·b + c keeps 2⁻²⁴).
+      // w·y = (1 + 2⁻¹²)² = 1 + 2⁻¹¹ + 2⁻²⁴ rounds to 1 + 2⁻¹¹; then −1 gives 2⁻¹¹
+      // (a fused a·b + c would keep the 2⁻²⁴).
       float a = 1 + 0x1p-12f;
       Tensor out = floats(new float[] {-1}, 1, 1);
       kernels.scatterAdd(out, floats(new float[] {a}, 1, 1), arena.ofInts(new int[] {0}, 1), floats(new float[] {a}, 1));
@@ -789,7 +792,8 @@ class ReferenceKernelsTest {
 
     @Test
     void dtypeMismatchNamesTheArgument() {
-      assertThatThrownBy(() -> kernels.rmsNorm(arena.allocate(F32, 1, 4), arena.allocate(BF16, 1, 4), arena.allocate(F32, 4), 1e-6f))
+      Tensor bf16X = arena.allocate(BF16, 1, 4);
+      assertThatThrownBy(() -> kernels.rmsNorm(arena.allocate(F32, 1, 4), bf16X, arena.allocate(F32, 4), 1e-6f))
           .isInstanceOf(KernelException.class)
           .hasMessageStartingWith("rmsNorm: x must be F32, got BF16(1, 4)");
     }

@@ -57,6 +57,7 @@ public final class KernelBench {
   private final Options options;
   private final Timing timing;
   private final Progress progress = new Progress();
+  private String isa = "?"; // the kernels' instruction-set path, for the report header
 
   KernelBench(Options options) {
     this.options = options;
@@ -91,7 +92,7 @@ public final class KernelBench {
 
   private void report(List<Measurement> results) throws IOException {
     System.out.println();
-    System.out.println(machine());
+    System.out.println(machine() + ", native kernels: " + isa);
     System.out.print(Report.table(results));
     System.out.println("triad: best of its passes (STREAM's rule); kernels: median of " + timing.reps() + " repetitions; GB = 1e9 bytes");
     if (options.json() != null) {
@@ -111,6 +112,7 @@ public final class KernelBench {
       List<Case> cases = KernelCases.create(arena, progress);
       for (int threads : THREADS) {
         try (NativeKernels kernels = NativeKernels.create(threads)) {
+          isa = kernels.isa().name().toLowerCase(Locale.ROOT);
           progress.log("%s with %d thread(s): measuring the INT8 peak", kernels.name(), threads);
           double peak = int8PeakGops(kernels);
           String loop = kernels.isa() == NativeKernels.Isa.AVX512 ? "register-only VPDPBUSD loop" : "register-only portable C loop";

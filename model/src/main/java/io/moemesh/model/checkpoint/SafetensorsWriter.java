@@ -46,14 +46,19 @@ public final class SafetensorsWriter implements AutoCloseable {
   public static SafetensorsWriter create(Path file, List<TensorSpec> specs, Map<String, String> metadata) {
     byte[] header = header(specs, metadata);
     Path temp = file.resolveSibling(file.getFileName() + ".tmp");
+    FileChannel channel = null;
     try {
-      FileChannel channel = FileChannel.open(temp, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING,
-          StandardOpenOption.WRITE);
+      channel = FileChannel.open(temp, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE);
       SafetensorsWriter writer = new SafetensorsWriter(file, temp, List.copyOf(specs), channel);
       writer.writeFully(ByteBuffer.allocate(Long.BYTES).order(ByteOrder.LITTLE_ENDIAN).putLong(0, header.length));
       writer.writeFully(ByteBuffer.wrap(header));
       return writer;
     } catch (IOException e) {
+      try {
+        if (channel != null) channel.close();
+      } catch (IOException suppressed) {
+        e.addSuppressed(suppressed);
+      }
       throw new CheckpointException(temp + ": cannot write: " + e, e);
     }
   }

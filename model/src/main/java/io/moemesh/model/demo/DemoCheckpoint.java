@@ -74,7 +74,7 @@ public final class DemoCheckpoint {
           }
         }
         done += w.numElements();
-        if (progress != null) progress.loaded(done, total);
+        if (progress != null) progress.loaded(2 * done, 2 * total); // as BF16 bytes
       }
     }
     TokenizerFiles.write(outDir, config.vocabSize(), config.bosTokenId(), config.firstEos().orElse(1), config.maxPositionEmbeddings());

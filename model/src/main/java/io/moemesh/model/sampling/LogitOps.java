@@ -1,9 +1,6 @@
 package io.moemesh.model.sampling;
 
-import io.moemesh.model.sampling.SampledToken.TokenLogprob;
-import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.List;
 
 /**
  * The vocabulary-wide passes of the {@link Sampler}: one row of {@code (vocab)} floats each, no full sort.
@@ -14,8 +11,11 @@ import java.util.List;
  * NaN and +&infin; logits are rejected: they mean the model's output is broken, not a distribution.
  */
 final class LogitOps {
-  /** Top-p candidate thresholds, relative to the largest weight (which is exactly 1). */
-  private static final float[] NUCLEUS_THRESHOLDS = {0x1p-4f, 0x1p-10f, 0x1p-20f, 0x1p-40f, Float.MIN_VALUE};
+  /** exp(-87) ≈ 1.6e-38 is the smallest weight kept; below it a float weight would be subnormal. */
+  static final double MIN_EXPONENT = -87.0;
+  /** Top-p's radix select: the float bits [21, 31), [10, 21), [0, 10) (the sign bit is 0). */
+  private static final int[] RADIX_SHIFTS = {21, 10, 0};
+  private static final int[] RADIX_DIGITS = {0x3FF, 0x7FF, 0x3FF};
 
   private LogitOps() {}
 
@@ -45,48 +45,6 @@ final class LogitOps {
     return best;
   }
 
-  /** {@code log Σ exp(x_i)}, computed as {@code max + log Σ exp(x_i - max)} in double. */
-  static double logSumExp(float[] x, float max) {
-    double sum = 0;
-    for (float v : x) {
-      sum += Math.exp(v - (double) max);
-    }
-    return max + Math.log(sum);
-  }
-
-  /**
-   * The {@code n} largest entries as {@code (id, x_id - logSumExp)}, descending, ties by ascending id.
-   * O(vocab) comparisons against the current n-th best; insertions are rare after the first few.
-   */
-  static List<TokenLogprob> top(float[] x, int n, double logSumExp) {
-    n = Math.min(n, x.length);
-    int[] ids = new int[n];
-    float[] values = new float[n];
-    int size = 0;
-    for (int i = 0; i < x.length; i++) {
-      float v = x[i];
-      int j;
-      if (size < n) {
-        j = size++;
-      } else if (n > 0 && v > values[n - 1]) { // strictly: an equal value with a higher id ranks lower
-        j = n - 1;
-      } else {
-        continue;
-      }
-      for (; j > 0 && values[j - 1] < v; j--) {
-        values[j] = values[j - 1];
-        ids[j] = ids[j - 1];
-      }
-      values[j] = v;
-      ids[j] = i;
-    }
-    List<TokenLogprob> top = new ArrayList<>(n);
-    for (int j = 0; j < n; j++) {
-      top.add(new TokenLogprob(ids[j], values[j] - logSumExp));
-    }
-    return top;
-  }
-
   /**
    * The k-th largest value, for top-k: entries below it are outside the top k, entries equal to it are
    * kept (so ties at the boundary may keep more than k, as vLLM's {@code logits < kth} mask does).
@@ -107,68 +65,100 @@ final class LogitOps {
   }
 
   /**
-   * In place: {@code x_i ← exp((x_i - max) / temperature)} where {@code x_i ≥ floor}, else 0.
+   * {@code w_i ← exp((x_i - max) / temperature)} where {@code x_i ≥ floor}, else 0 ({@code w} may be
+   * {@code x}). Exponents
+   * below {@value #MIN_EXPONENT} give 0 without calling {@code exp}: such weights would be subnormal
+   * floats (&lt; 1.2e-38 of the top token's), which lose precision and slow every later pass.
    *
    * @return the sum of the weights, in double
    */
-  static double toWeights(float[] x, float max, double temperature, float floor) {
+  static double toWeights(float[] x, float max, double temperature, float floor, float[] w) {
+    double minGap = MIN_EXPONENT * temperature; // (x - max) / T > MIN_EXPONENT, without dividing first
     double total = 0;
     for (int i = 0; i < x.length; i++) {
-      float w = x[i] >= floor ? (float) Math.exp((x[i] - (double) max) / temperature) : 0f;
-      x[i] = w;
-      total += w;
+      double gap = x[i] - (double) max;
+      float weight = x[i] >= floor && gap > minGap ? (float) Math.exp(gap / temperature) : 0f;
+      w[i] = weight;
+      total += weight;
     }
     return total;
   }
 
   /**
-   * Top-p (nucleus), in place on weights whose maximum is 1: ranks tokens by (weight desc, id asc) and
-   * keeps them until the kept mass reaches {@code topP · total}; the token that crosses is kept. This is
-   * vLLM's rule (drop a token when the mass ranked strictly before it is already ≥ top_p), so at least the
-   * top token survives. Only tokens above a threshold are sorted: the threshold is lowered until the mass
-   * above it reaches the target, which for a peaked distribution leaves a few hundred candidates.
+   * Top-p (nucleus), in place on weights whose largest is exactly 1 (as {@link #toWeights} leaves them;
+   * top-k never drops the top token): ranks tokens by (weight desc, id asc) and keeps them until the
+   * kept mass reaches {@code topP · total}; the token that crosses is kept. This is vLLM's rule (drop a
+   * token when the mass ranked strictly before it is already ≥ top_p), so the top token always survives.
+   *
+   * <p>No sort: a radix select on the float bits, which order non-negative floats. Each of three passes
+   * histograms the mass of the tokens still in play by the next bits (10, 11, 10) and descends into the
+   * bucket where the running mass crosses the target; after the last pass that bucket is one exact weight,
+   * whose ties are kept in id order while the mass before them is below the target. O(vocab) always,
+   * even for a flat distribution whose nucleus is most of the vocabulary; one pass when the top token
+   * alone reaches the target.
    *
    * @return the sum of the kept weights
    */
   static double keepNucleus(float[] w, double total, double topP) {
     double target = topP * total;
-    float threshold = Float.MIN_VALUE;
-    int count = 0;
-    for (float t : NUCLEUS_THRESHOLDS) {
-      double mass = 0;
-      count = 0;
-      for (float v : w) {
-        if (v >= t) {
-          mass += v;
-          count++;
+    if (target <= 1) { // the top token (lowest id among weight-1 ties) is the whole nucleus
+      int top = -1;
+      for (int i = 0; i < w.length; i++) {
+        if (top < 0 && w[i] == 1f) {
+          top = i;
+        } else {
+          w[i] = 0;
         }
       }
-      threshold = t;
-      if (mass >= target) {
-        break;
-      }
+      return 1;
     }
-    long[] keys = new long[count];
-    for (int i = 0, c = 0; i < w.length; i++) {
-      if (w[i] >= threshold) {
-        keys[c++] = rankKey(w[i], i);
+    double before = 0; // mass of the tokens ranked above the current bucket; always < target
+    int prefix = 0;
+    int prefixMask = 0;
+    for (int level = 0; level < RADIX_SHIFTS.length; level++) {
+      int shift = RADIX_SHIFTS[level];
+      int digits = RADIX_DIGITS[level];
+      double[] mass = new double[digits + 1];
+      for (float v : w) {
+        int bits = Float.floatToRawIntBits(v);
+        if (v > 0 && (bits & prefixMask) == prefix) {
+          mass[(bits >>> shift) & digits] += v;
+        }
       }
+      int chosen = -1;
+      int lowestNonEmpty = -1;
+      for (int digit = digits; digit >= 0 && chosen < 0; digit--) {
+        if (mass[digit] > 0) {
+          lowestNonEmpty = digit;
+          if (before + mass[digit] >= target) {
+            chosen = digit;
+          } else {
+            before += mass[digit];
+          }
+        }
+      }
+      if (chosen < 0) { // rounding left the target just out of reach: the last bucket holds the crossing
+        chosen = lowestNonEmpty;
+        before -= mass[chosen];
+      }
+      prefix |= chosen << shift;
+      prefixMask |= digits << shift;
     }
-    Arrays.sort(keys);
-    long cut = keys[count - 1];
+    float cutWeight = Float.intBitsToFloat(prefix);
     double kept = 0;
-    for (int j = count - 1; j >= 0 && kept < target; j--) {
-      kept += Float.intBitsToFloat((int) (keys[j] >>> 32));
-      cut = keys[j];
-    }
-    double newTotal = 0;
     for (int i = 0; i < w.length; i++) {
-      if (w[i] > 0 && rankKey(w[i], i) < cut) {
+      if (w[i] < cutWeight) {
         w[i] = 0;
+      } else if (w[i] == cutWeight) {
+        if (before < target) {
+          before += cutWeight;
+        } else {
+          w[i] = 0;
+        }
       }
-      newTotal += w[i];
+      kept += w[i];
     }
-    return newTotal;
+    return kept;
   }
 
   /**
@@ -205,11 +195,6 @@ final class LogitOps {
       }
     }
     return last;
-  }
-
-  /** Orders non-negative weights ascending, and equal weights by descending id (so ascending id ranks first). */
-  private static long rankKey(float weight, int id) {
-    return ((long) Float.floatToRawIntBits(weight) << 32) | (Integer.MAX_VALUE - id);
   }
 
   private static void siftDown(float[] heap, int i) {

@@ -29,17 +29,20 @@ import java.util.SplittableRandom;
  * one {@code nextDouble()} and greedy samples draw none, so a request's tokens depend only on its seed
  * and its logits, never on the batch it shares.
  *
- * <p><b>Cost</b> per sample, for vocab V: a handful of O(V) passes with no sort of the vocabulary. One
- * {@code exp} per token to sample, one more per token when logprobs are asked; top-k adds a heap of
- * k floats, top-p sorts only the candidates above a threshold. {@code sample} never writes to the
- * caller's array: it works on a scratch row of V floats owned by this sampler (≈ 0.5 MB at V = 129280),
- * allocated on first use. Not thread-safe: one sampler per request, one thread at a time.
+ * <p><b>Cost</b> per sample, for vocab V: a few O(V) passes and never a sort of the vocabulary. Greedy
+ * is one argmax pass. Sampling takes one {@code exp} per token, skipped for tokens cut by top-k or lying
+ * more than 87·T below the top; logprobs take a second exp pass, except at temperature 1 with no penalty
+ * and no top-k, where the sampling pass's sum is the softmax denominator. Top-k keeps a heap of k floats;
+ * top-p is a radix select over the weights' float bits (see {@link LogitOps#keepNucleus}).
+ * {@code sample} never writes to the caller's array: it works on a scratch row of V floats owned by this
+ * sampler (≈ 0.5 MB at V = 129280), allocated on first use. Not thread-safe: one sampler per request,
+ * one thread at a time.
  */
 public final class Sampler {
   private final SamplingParams params;
   private final int vocabSize;
   private final SplittableRandom random;
-  private float[] scratch; // (vocabSize) penalised logits, then weights; allocated on first use
+  private float[] scratch; // (vocabSize) penalized logits, then weights; allocated on first use
 
   /**
    * A sampler for one request over a vocabulary of {@code vocabSize} tokens.
@@ -73,22 +76,26 @@ public final class Sampler {
     checkRow(logits, history);
     int rawArgmax = LogitOps.argmax(logits); // validates the row too
     int tokenId;
+    double logSumExp = Double.NaN; // log Σ exp(logits), if the sampling pass has it for free
     if (params.isGreedy()) {
       tokenId = penalize(logits, history) ? LogitOps.argmax(scratch) : rawArgmax;
     } else {
-      double total = weigh(logits, history);
-      tokenId = LogitOps.draw(scratch, total, random.nextDouble());
+      Weights weights = weigh(logits, history, rawArgmax);
+      tokenId = LogitOps.draw(scratch, weights.total(), random.nextDouble());
+      logSumExp = weights.rawLogSumExp();
     }
     if (params.logprobs() == null) {
       return new SampledToken(tokenId, Optional.empty());
     }
-    double logSumExp = LogitOps.logSumExp(logits, logits[rawArgmax]);
+    if (Double.isNaN(logSumExp)) {
+      logSumExp = RawLogprobs.logSumExp(logits, logits[rawArgmax]);
+    }
     return new SampledToken(tokenId, Optional.of(new SampledToken.Logprobs(
-        logits[tokenId] - logSumExp, LogitOps.top(logits, params.logprobs(), logSumExp))));
+        logits[tokenId] - logSumExp, RawLogprobs.top(logits, params.logprobs(), logSumExp))));
   }
 
   /**
-   * The normalised distribution the next draw uses (one-hot on the argmax when greedy). For tests and
+   * The normalized distribution the next draw uses (one-hot on the argmax when greedy). For tests and
    * diagnostics; draws no randomness.
    */
   double[] probabilities(float[] logits, TokenCounts history) {
@@ -99,7 +106,7 @@ public final class Sampler {
       p[penalize(logits, history) ? LogitOps.argmax(scratch) : rawArgmax] = 1;
       return p;
     }
-    double total = weigh(logits, history);
+    double total = weigh(logits, history, rawArgmax).total();
     for (int i = 0; i < vocabSize; i++) {
       p[i] = scratch[i] / total;
     }
@@ -138,7 +145,7 @@ public final class Sampler {
     }
   }
 
-  /** Penalises a copy of the row into scratch; false (and scratch untouched) when no penalty applies. */
+  /** Penalizes a copy of the row into scratch; false (and scratch untouched) when no penalty applies. */
   private boolean penalize(float[] logits, TokenCounts history) {
     if (!params.usesPenalties() || history.numDistinctTokens() == 0) {
       return false;
@@ -149,26 +156,35 @@ public final class Sampler {
     return true;
   }
 
-  /** Penalties, temperature, top-k, top-p, min-p: leaves the final weights in scratch, returns their sum. */
-  private double weigh(float[] logits, TokenCounts history) {
-    float[] x = scratch();
-    if (!penalize(logits, history)) {
-      System.arraycopy(logits, 0, x, 0, vocabSize);
-    }
-    float max = x[LogitOps.argmax(x)];
+  /**
+   * The sum of the final weights, and {@code log Σ exp(logits)} when the first weights were exactly the raw
+   * softmax numerators (temperature 1, no penalty applied, no top-k), else NaN.
+   */
+  private record Weights(double total, double rawLogSumExp) {}
+
+  /** Penalties, temperature, top-k, top-p, min-p: leaves the final weights in scratch. */
+  private Weights weigh(float[] logits, TokenCounts history, int rawArgmax) {
+    boolean penalized = penalize(logits, history);
+    float[] x = penalized ? scratch : logits; // read-only when it is the caller's row
+    float max = penalized ? scratch[LogitOps.argmax(scratch)] : logits[rawArgmax];
     int topK = params.topK();
-    float floor = topK > 0 && topK < vocabSize ? LogitOps.kthLargest(x, topK) : Float.NEGATIVE_INFINITY;
-    double total = LogitOps.toWeights(x, max, params.temperature(), floor);
+    boolean topKOn = topK > 0 && topK < vocabSize;
+    float floor = topKOn ? LogitOps.kthLargest(x, topK) : Float.NEGATIVE_INFINITY;
+    float[] w = scratch();
+    double total = LogitOps.toWeights(x, max, params.temperature(), floor, w);
+    boolean rawSoftmax = !penalized && !topKOn && params.temperature() == 1;
+    double rawLogSumExp = rawSoftmax ? max + Math.log(total) : Double.NaN;
     if (params.topP() < 1) {
-      total = LogitOps.keepNucleus(x, total, params.topP());
+      total = LogitOps.keepNucleus(w, total, params.topP());
     }
     if (params.minP() > 0) {
-      total = LogitOps.keepAtLeast(x, params.minP());
+      total = LogitOps.keepAtLeast(w, params.minP());
     }
-    return total;
+    return new Weights(total, rawLogSumExp);
   }
 
   private void checkRow(float[] logits, TokenCounts history) {
+    Objects.requireNonNull(logits, "logits");
     Objects.requireNonNull(history, "history");
     if (logits.length != vocabSize) {
       throw new IllegalArgumentException(

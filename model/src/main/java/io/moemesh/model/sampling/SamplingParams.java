@@ -48,7 +48,7 @@ public record SamplingParams(
   /** The most top logprobs a request may ask for (vLLM's default {@code max_logprobs}). */
   public static final int MAX_LOGPROBS = 20;
 
-  /** Validates every parameter; {@code top_k = -1} is normalised to 0 and the stop ids are copied. */
+  /** Validates every parameter; {@code top_k = -1} is normalized to 0 and the stop ids are copied. */
   public SamplingParams {
     if (!(temperature >= 0 && temperature <= MAX_TEMPERATURE)) {
       throw invalid("temperature must be in [0, 2] (0 = greedy), got " + temperature);
@@ -93,7 +93,7 @@ public record SamplingParams(
     return new Builder();
   }
 
-  /** A builder initialised from this instance, for deriving a variant. */
+  /** A builder initialized from this instance, for deriving a variant. */
   public Builder toBuilder() {
     return new Builder().temperature(temperature).topP(topP).topK(topK).minP(minP)
         .presencePenalty(presencePenalty).frequencyPenalty(frequencyPenalty)

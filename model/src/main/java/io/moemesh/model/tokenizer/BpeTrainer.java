@@ -101,12 +101,25 @@ public final class BpeTrainer {
     for (Map.Entry<Long, Long> e : pairCounts.entrySet()) push(e.getKey(), e.getValue());
   }
 
+  /**
+   * A pair as one long: left in the high half, right scrambled with left in the low half, so that
+   * {@link Long#hashCode()} (high ^ low) spreads; plain {@code left << 32 | right} gives left ^ right, which
+   * collides so often for small ids that HashMap buckets degrade into trees (10x slower training).
+   */
   private static long key(int left, int right) {
-    return ((long) left << 32) | (right & 0xFFFFFFFFL);
+    return ((long) left << 32) | ((right ^ left * 0x9E3779B1) & 0xFFFFFFFFL);
+  }
+
+  private static int left(long pair) {
+    return (int) (pair >>> 32);
+  }
+
+  private static int right(long pair) {
+    return (int) pair ^ left(pair) * 0x9E3779B1;
   }
 
   private void push(long pair, long count) {
-    if (count > 0) queue.add(new Candidate(count, (int) (pair >>> 32), (int) pair));
+    if (count > 0) queue.add(new Candidate(count, left(pair), right(pair)));
   }
 
   /** Adds (sign +1) or removes (sign -1) the word's adjacent pairs from the counts. */

@@ -22,7 +22,10 @@ import java.util.List;
  * <p>Id layout for a vocabulary of V ids: the {@link #SPECIAL_TOKENS} first (BOS and EOS at the ids the model's
  * {@code config.json} names, the rest in list order), then the 256 byte tokens, then merges learned from the bundled
  * public-domain corpus (while a pair occurs at least twice), and, as DeepSeek-V3 does, the ids still free filled with
- * {@code <｜place▁holder▁no▁N｜>} special added tokens, so the vocabulary has exactly V ids.
+ * {@code <｜place▁holder▁no▁N｜>} tokens, so the vocabulary has exactly V ids. Unlike DeepSeek-V3 (about 800 of them,
+ * as special added tokens), the placeholders here are plain vocabulary entries that no text encodes to: Hugging Face
+ * {@code tokenizers} registers added tokens in quadratic time, and 124 000 of them (V = 129280) took four minutes to
+ * load. Decoding a placeholder id therefore yields its text even with {@code skipSpecialTokens}.
  *
  * <p>Deterministic: the same arguments always give byte-identical files.
  */
@@ -42,7 +45,8 @@ public final class TokenizerFiles {
   /** The chat template that generated models ship (a DeepSeek-V3-style template). */
   public static final String CHAT_TEMPLATE_RESOURCE = "deepseek_v3_chat_template.jinja";
   static final List<String> CORPUS = List.of(
-      "declaration.txt", "lincoln.txt", "sonnets.txt", "poems.txt", "tao_te_ching.txt", "classical_chinese.txt",
+      "declaration.txt", "lincoln.txt", "sonnets.txt", "poems.txt", "novels.txt", "tao_te_ching.txt",
+      "classical_chinese.txt",
       "code_python.txt", "code_java.txt", "misc.txt");
   static final int MIN_MERGE_FREQUENCY = 2;
   static final int DEFAULT_MODEL_MAX_LENGTH = 16384;
@@ -108,10 +112,6 @@ public final class TokenizerFiles {
       String s = specials.get(id);
       addedToken(added, id, s, s.equals(BOS) || s.equals(EOS) || s.equals(PAD));
     }
-    int modelVocabSize = specials.size() + bpe.tokens().size();
-    for (int id = modelVocabSize; id < vocabSize; id++) {
-      addedToken(added, id, "<｜place▁holder▁no▁" + (id - modelVocabSize) + "｜>", true);
-    }
     root.putNull("normalizer");
     root.set("pre_tokenizer", PreTokenizer.toJson());
     root.putNull("post_processor");
@@ -131,9 +131,15 @@ public final class TokenizerFiles {
       }
       vocab.put(bpe.tokens().get(i), specials.size() + i);
     }
+    int firstPlaceholder = specials.size() + bpe.tokens().size();
+    for (int id = firstPlaceholder; id < vocabSize; id++) vocab.put(placeholder(id - firstPlaceholder), id);
     ArrayNode merges = model.putArray("merges");
     for (BpeTrainer.Merge m : bpe.merges()) merges.add(m.left() + " " + m.right());
     return root;
+  }
+
+  static String placeholder(int n) {
+    return "<｜place▁holder▁no▁" + n + "｜>";
   }
 
   private static void addedToken(ArrayNode added, int id, String content, boolean special) {

@@ -122,11 +122,68 @@ class SamplerFiltersTest {
   }
 
   @Nested
+  class NucleusSelect {
+    /** Sort by (weight desc, id asc); keep while the mass before the token is below topP · total. */
+    double[] bySorting(float[] w, double topP) {
+      double total = 0;
+      for (float v : w) {
+        total += v;
+      }
+      Integer[] order = java.util.stream.IntStream.range(0, w.length).boxed()
+          .sorted((a, b) -> w[a] != w[b] ? Float.compare(w[b], w[a]) : Integer.compare(a, b))
+          .toArray(Integer[]::new);
+      double[] kept = new double[w.length];
+      double before = 0;
+      for (int t : order) {
+        kept[t] = before < topP * total ? w[t] : 0;
+        before += w[t];
+      }
+      return kept;
+    }
+
+    @Test
+    void matchesSortingOnTiesFlatAndPeakedWeights() {
+      SplittableRandom random = new SplittableRandom(23);
+      for (int trial = 0; trial < 300; trial++) {
+        int vocab = 1 + random.nextInt(3000);
+        int levels = 1 + random.nextInt(trial % 3 == 0 ? 4 : 60); // few levels: many exact ties
+        float[] w = new float[vocab];
+        for (int i = 0; i < vocab; i++) {
+          double step = trial % 2 == 0 ? 0.01 : 0.7;
+          w[i] = random.nextInt(5) == 0 ? 0f : (float) Math.exp(-random.nextInt(levels) * step);
+        }
+        w[random.nextInt(vocab)] = 1f; // the top weight is exactly 1, as toWeights leaves it
+        // not closer to 1 than 1e-6: nearer, the boundary sits within the reference's own summation error
+        double topP = random.nextBoolean() ? random.nextDouble() : 1 - Math.pow(10, -1 - random.nextInt(6));
+        double[] expected = bySorting(w, topP);
+        float[] actual = w.clone();
+        double total = 0;
+        for (float v : w) {
+          total += v;
+        }
+        double keptTotal = LogitOps.keepNucleus(actual, total, topP);
+        double expectedTotal = 0;
+        for (int i = 0; i < vocab; i++) {
+          assertThat((double) actual[i]).as("trial %d token %d", trial, i).isEqualTo(expected[i]);
+          expectedTotal += expected[i];
+        }
+        assertThat(keptTotal).isEqualTo(expectedTotal);
+      }
+    }
+
+    @Test
+    void keepsOnlyTheLowestIdTopTokenWhenItAloneReachesTopP() {
+      assertThat(probabilities(seeded(1).topP(0.3).build(), new float[] {1f, 5f, 5f, 1f}))
+          .containsExactly(0, 1, 0, 0);
+    }
+  }
+
+  @Nested
   class AgainstTheNaiveReference {
     @Test
     void agreesForRandomRowsAndParameters() {
       SplittableRandom random = new SplittableRandom(17);
-      for (int trial = 0; trial < 200; trial++) {
+      for (int trial = 0; trial < 120; trial++) {
         int vocab = 1 + random.nextInt(1021);
         float[] logits = randomLogits(vocab, trial);
         for (int i = 0; i < vocab / 10; i++) {

@@ -39,7 +39,7 @@ class SamplerLogprobsTest {
       float[] logits = randomLogits(20, 6);
       SampledToken.Logprobs lp = logprobs(seeded(2).logprobs(20).build(), logits, new TokenCounts());
       double mass = lp.top().stream().mapToDouble(t -> Math.exp(t.logprob())).sum();
-      assertThat(mass).isCloseTo(1.0, within(1e-9));
+      assertThat(mass).isCloseTo(1.0, within(1e-7));
       assertThat(lp.top()).extracting(TokenLogprob::tokenId).doesNotHaveDuplicates().hasSize(20);
     }
 
@@ -49,9 +49,9 @@ class SamplerLogprobsTest {
       double[] expected = NaiveSampling.logSoftmax(logits);
       SampledToken token = new Sampler(seeded(3).logprobs(5).build(), 1000).sample(logits, new TokenCounts());
       SampledToken.Logprobs lp = token.logprobs().orElseThrow();
-      assertThat(lp.logprob()).isCloseTo(expected[token.tokenId()], within(1e-9));
+      assertThat(lp.logprob()).isCloseTo(expected[token.tokenId()], within(1e-7));
       for (TokenLogprob t : lp.top()) {
-        assertThat(t.logprob()).isCloseTo(expected[t.tokenId()], within(1e-9));
+        assertThat(t.logprob()).isCloseTo(expected[t.tokenId()], within(1e-7));
       }
     }
 
@@ -63,8 +63,8 @@ class SamplerLogprobsTest {
       SamplingParams p = SamplingParams.greedy().toBuilder().presencePenalty(2.0).logprobs(3).build();
       SampledToken token = new Sampler(p, 3).sample(logits, history);
       double[] raw = NaiveSampling.logSoftmax(logits);
-      assertThat(token.tokenId()).isEqualTo(1); // token 0 is penalised to 3 - 2 = 1 < 1.5
-      assertThat(token.logprobs().orElseThrow().logprob()).isCloseTo(raw[1], within(1e-9));
+      assertThat(token.tokenId()).isEqualTo(1); // token 0 is penalized to 3 - 2 = 1 < 1.5
+      assertThat(token.logprobs().orElseThrow().logprob()).isCloseTo(raw[1], within(1e-7));
       assertThat(token.logprobs().orElseThrow().top().getFirst())
           .isEqualTo(new TokenLogprob(0, raw[0]));
     }
@@ -93,10 +93,11 @@ class SamplerLogprobsTest {
       float[] logits = randomLogits(129_280, 12);
       List<TokenLogprob> top = logprobs(seeded(1).logprobs(20).build(), logits, new TokenCounts()).top();
       double[] all = NaiveSampling.logSoftmax(logits);
-      double twentieth = java.util.Arrays.stream(all).boxed().sorted(Comparator.reverseOrder())
-          .skip(19).findFirst().orElseThrow();
+      double[] sorted = all.clone();
+      java.util.Arrays.sort(sorted);
+      double twentieth = sorted[sorted.length - 20];
       assertThat(top).hasSize(20).isSortedAccordingTo(Comparator.comparingDouble(TokenLogprob::logprob).reversed());
-      assertThat(top.getLast().logprob()).isCloseTo(twentieth, within(1e-9));
+      assertThat(top.getLast().logprob()).isCloseTo(twentieth, within(1e-7));
     }
   }
 }

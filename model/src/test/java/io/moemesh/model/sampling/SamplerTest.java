@@ -50,7 +50,7 @@ class SamplerTest {
     }
 
     @Test
-    void seesThePenalisedLogits() {
+    void seesThePenalizedLogits() {
       SamplingParams p = SamplingParams.greedy().toBuilder().presencePenalty(1.0).build();
       TokenCounts history = new TokenCounts();
       history.addGenerated(0);

@@ -1,0 +1,33 @@
+package io.moemesh.engine.cli;
+
+import java.util.List;
+
+/** The offline command line behind {@code bin/moemesh}: {@code make-model} and {@code generate}. */
+public final class Main {
+  private Main() {}
+
+  public static void main(String[] argv) {
+    List<String> args = List.of(argv);
+    String command = args.isEmpty() ? "help" : args.getFirst();
+    List<String> rest = args.isEmpty() ? List.of() : args.subList(1, args.size());
+    try {
+      switch (command) {
+        case "make-model" -> MakeModelCommand.run(rest);
+        case "generate" -> GenerateCommand.run(rest);
+        case "help", "--help", "-h" -> System.out.println(usage());
+        default -> throw new UsageException("unknown command '" + command + "'");
+      }
+    } catch (UsageException e) {
+      System.err.println("moemesh: " + e.getMessage());
+      System.err.println(usage());
+      System.exit(2);
+    } catch (Exception e) {
+      System.err.println("moemesh " + command + ": " + e.getMessage());
+      System.exit(1);
+    }
+  }
+
+  static String usage() {
+    return "usage: moemesh " + MakeModelCommand.USAGE + "\n       moemesh " + GenerateCommand.USAGE;
+  }
+}

@@ -1,0 +1,153 @@
+package io.moemesh.engine.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Nested;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The offline CLI as a user runs it: a real JVM process per command, on the tiny model. */
+class OfflineCliTest {
+  @TempDir static Path work;
+  static Path model;
+
+  record Run(int exit, String out, String err) {}
+
+  @BeforeAll
+  static void makeModel() throws Exception {
+    model = work.resolve("tiny");
+    Run run = cli("make-model", "--config", "tiny", "--out", model.toString(), "--seed", "3");
+    assertThat(run.exit()).as(run.err()).isZero();
+  }
+
+  @Nested
+  class MakeModel {
+    @Test
+    void writesACompleteCheckpoint() {
+      for (String file : List.of("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"))
+        assertThat(model.resolve(file)).isRegularFile();
+    }
+
+    @Test
+    void sameSeedGivesTheSameBytes() throws Exception {
+      Path again = work.resolve("tiny-again");
+      assertThat(cli("make-model", "--config", "tiny", "--out", again.toString(), "--seed", "3").exit()).isZero();
+      for (String file : List.of("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"))
+        assertThat(Files.readAllBytes(again.resolve(file))).as(file).isEqualTo(Files.readAllBytes(model.resolve(file)));
+    }
+
+    @Test
+    void unknownFormatIsAUsageError() throws Exception {
+      Run run = cli("make-model", "--config", "tiny", "--out", work.resolve("x").toString(), "--format", "fp4");
+      assertThat(run.exit()).isEqualTo(2);
+      assertThat(run.err()).contains("--format must be bf16 or fp8");
+    }
+  }
+
+  @Nested
+  class Generate {
+    @Test
+    void greedyIdsAreTheArgmaxOfTheLogitsWritten() throws Exception {
+      Path npy = work.resolve("logits.npy");
+      Run run = cli("generate", "--model", model.toString(), "--prompt-ids", "0,5,17,300,42", "--max-new-tokens", "6",
+          "--precision", "exact", "--ignore-eos", "--logits-out", npy.toString());
+      assertThat(run.exit()).as(run.err()).isZero();
+      int[] generated = ids(run.err(), "generated ids: ");
+      assertThat(generated).hasSize(6);
+      float[][] logits = readNpy(npy, 1024);
+      assertThat(logits).hasNumberOfRows(5 + 6 - 1); // every fed token: 5 prompt rows, then 5 decode steps
+      for (int i = 0; i < generated.length; i++) assertThat(argmax(logits[4 + i])).as("token %d", i).isEqualTo(generated[i]);
+    }
+
+    @Test
+    void samePromptAndSeedGiveTheSameSample() throws Exception {
+      String[] args = {"generate", "--model", model.toString(), "--prompt", "Hello, world", "--max-new-tokens", "8",
+          "--temperature", "0.8", "--seed", "42", "--ignore-eos"};
+      Run a = cli(args), b = cli(args);
+      assertThat(a.exit()).as(a.err()).isZero();
+      assertThat(ids(a.err(), "generated ids: ")).isEqualTo(ids(b.err(), "generated ids: ")).hasSize(8);
+    }
+
+    @Test
+    void chatUsesTheTemplate() throws Exception {
+      Run run = cli("generate", "--model", model.toString(), "--chat", "Hi", "--max-new-tokens", "2");
+      assertThat(run.exit()).as(run.err()).isZero();
+      assertThat(ids(run.err(), "prompt ids: ")[0]).isZero(); // the template starts with BOS
+    }
+
+    @Test
+    void promptIdOutsideTheVocabularyIsAUsageError() throws Exception {
+      Run run = cli("generate", "--model", model.toString(), "--prompt-ids", "1,99999", "--max-new-tokens", "1");
+      assertThat(run.exit()).isEqualTo(2);
+      assertThat(run.err()).contains("99999 is outside the vocabulary [0, 1024)");
+    }
+
+    @Test
+    void badSamplingParameterNamesIt() throws Exception {
+      Run run = cli("generate", "--model", model.toString(), "--prompt", "x", "--temperature", "7");
+      assertThat(run.exit()).isEqualTo(2);
+      assertThat(run.err()).contains("temperature");
+    }
+
+    @Test
+    void twoInputsAreRefused() throws Exception {
+      Run run = cli("generate", "--model", model.toString(), "--prompt", "x", "--chat", "y");
+      assertThat(run.exit()).isEqualTo(2);
+      assertThat(run.err()).contains("give only one of");
+    }
+  }
+
+  static Run cli(String... args) throws IOException, InterruptedException {
+    List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+        "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), Main.class.getName()));
+    command.addAll(Arrays.asList(args));
+    var pb = new ProcessBuilder(command);
+    pb.environment().put("MOEMESH_HOME", work.resolve("home").toString());
+    Process p = pb.start();
+    var out = p.getInputStream().readAllBytes();
+    var err = p.getErrorStream().readAllBytes();
+    if (!p.waitFor(120, TimeUnit.SECONDS)) p.destroyForcibly();
+    return new Run(p.exitValue(), new String(out, StandardCharsets.UTF_8), new String(err, StandardCharsets.UTF_8));
+  }
+
+  static int[] ids(String text, String label) {
+    Matcher m = Pattern.compile(Pattern.quote(label) + "\\[([0-9, ]*)\\]").matcher(text);
+    assertThat(m.find()).as("'%s' in: %s", label, text).isTrue();
+    return Arrays.stream(m.group(1).split(",\\s*")).filter(s -> !s.isEmpty()).mapToInt(Integer::parseInt).toArray();
+  }
+
+  static float[][] readNpy(Path file, int cols) throws IOException {
+    ByteBuffer b = ByteBuffer.wrap(Files.readAllBytes(file)).order(ByteOrder.LITTLE_ENDIAN);
+    assertThat(b.get() & 0xFF).isEqualTo(0x93);
+    b.position(8);
+    int headerLength = b.getShort() & 0xFFFF;
+    String header = StandardCharsets.US_ASCII.decode(b.slice(10, headerLength)).toString();
+    assertThat(header).contains("'descr': '<f4'").contains("'fortran_order': False").endsWith("\n");
+    assertThat((10 + headerLength) % 64).isZero();
+    b.position(10 + headerLength);
+    int rows = b.remaining() / 4 / cols;
+    assertThat(header).contains("'shape': (" + rows + ", " + cols + ")");
+    float[][] out = new float[rows][cols];
+    for (float[] row : out) for (int c = 0; c < cols; c++) row[c] = b.getFloat();
+    return out;
+  }
+
+  static int argmax(float[] v) {
+    int best = 0;
+    for (int i = 1; i < v.length; i++) if (v[i] > v[best]) best = i;
+    return best;
+  }
+}
