@@ -29,18 +29,51 @@ INLINE void tile_f32(float *out, int64_t ldo, const float *x, int64_t ldx, const
   __m512 acc[4][4];
   for (int t = 0; t < MR; t++)
     for (int o = 0; o < NR; o++) acc[t][o] = _mm512_setzero_ps();
-  for (int64_t j = 0; j < k; j += 16) {
-    __mmask16 m = mask16(k - j);
-    __m512 wv[4];
-    for (int o = 0; o < NR; o++)
-      wv[o] = w_bf16 ? load_bf16(m, (const uint16_t *)w + o * ldw + j) : _mm512_maskz_loadu_ps(m, (const float *)w + o * ldw + j);
-    for (int t = 0; t < MR; t++) {
-      __m512 xv = _mm512_maskz_loadu_ps(m, x + t * ldx + j);
-      for (int o = 0; o < NR; o++) acc[t][o] = _mm512_fmadd_ps(xv, wv[o], acc[t][o]);
+  int64_t j = 0;
+  if (w_bf16) {
+    /* 32 BF16 weights per load, widened without shuffles: the low halves of the 32-bit lanes (even elements)
+     * by a shift, the high halves (odd elements) by a mask; x comes pre-split to match (prepare_x_bf16). */
+    const __m512i high = _mm512_set1_epi32((int)0xFFFF0000u);
+    for (; j + 32 <= k; j += 32) {
+      __m512 we[4], wo[4];
+      for (int o = 0; o < NR; o++) {
+        __m512i raw = _mm512_loadu_si512((const uint16_t *)w + o * ldw + j);
+        we[o] = _mm512_castsi512_ps(_mm512_slli_epi32(raw, 16));
+        wo[o] = _mm512_castsi512_ps(_mm512_and_si512(raw, high));
+      }
+      for (int t = 0; t < MR; t++) {
+        __m512 xe = _mm512_loadu_ps(x + t * ldx + j), xo = _mm512_loadu_ps(x + t * ldx + j + 16);
+        for (int o = 0; o < NR; o++) acc[t][o] = _mm512_fmadd_ps(xo, wo[o], _mm512_fmadd_ps(xe, we[o], acc[t][o]));
+      }
     }
   }
+  /* Full 16-wide steps with plain loads, then one masked step for the tail (a mask in the hot loop cost 4x). */
+#define F32_STEP(M)                                                                                          \
+  do {                                                                                                       \
+    __m512 wv[4];                                                                                            \
+    for (int o = 0; o < NR; o++)                                                                             \
+      wv[o] = w_bf16 ? load_bf16(M, (const uint16_t *)w + o * ldw + j) : _mm512_maskz_loadu_ps(M, (const float *)w + o * ldw + j); \
+    for (int t = 0; t < MR; t++) {                                                                           \
+      __m512 xv = _mm512_maskz_loadu_ps(M, x + t * ldx + j);                                                 \
+      for (int o = 0; o < NR; o++) acc[t][o] = _mm512_fmadd_ps(xv, wv[o], acc[t][o]);                        \
+    }                                                                                                        \
+  } while (0)
+  for (; j + 16 <= k; j += 16) F32_STEP((__mmask16)0xFFFF);
+  if (j < k) F32_STEP(mask16(k - j));
+#undef F32_STEP
   for (int t = 0; t < MR; t++)
     for (int o = 0; o < NR; o++) out[t * ldo + o] = _mm512_reduce_add_ps(acc[t][o]);
+}
+
+/* x for BF16 weights: each full 32-element chunk as its 16 even then its 16 odd elements; the tail as is. */
+static void prepare_x_bf16(float *xp, const float *x, int64_t k) {
+  int64_t j = 0;
+  for (; j + 32 <= k; j += 32)
+    for (int i = 0; i < 16; i++) {
+      xp[j + i] = x[j + 2 * i];
+      xp[j + 16 + i] = x[j + 2 * i + 1];
+    }
+  for (; j < k; j++) xp[j] = x[j];
 }
 
 static void matmul_tile(float *out, int64_t ldo, const float *x, int64_t ldx, const void *w, int32_t w_bf16,
@@ -55,44 +88,59 @@ static void matmul_tile(float *out, int64_t ldo, const float *x, int64_t ldx, co
   }
 }
 
-/* ---- u8 x i8 dot tile (VPDPBUSD) ---- */
+/* ---- u8 x i8 dot tile (VPDPBUSD) ----
+ * GEMM tiles are 4 activation rows x 6 weight rows: per 64-byte step 4 + 6 loads feed 24 VPDPBUSD. A GEMV
+ * (one activation row) also sums its weight rows in the same pass (the +128 correction), so weights are read
+ * once; a GEMM tile gets its sums from a separate sums-only pass (MR = 0) to keep 24 accumulators in registers. */
 INLINE void tile_u8i8(int32_t *acc_out, int32_t *wsum, const uint8_t *xu, int64_t ldx, const int8_t *w, int64_t ldw,
                       const int MR, const int NR, int64_t k) {
-  __m512i acc[4][4], sum[4];
+  __m512i acc[4][MK_I8_NR], sum[MK_I8_NR];
   const __m512i ones = _mm512_set1_epi8(1);
   for (int o = 0; o < NR; o++) {
     sum[o] = _mm512_setzero_si512();
     for (int t = 0; t < MR; t++) acc[t][o] = _mm512_setzero_si512();
   }
-  for (int64_t j = 0; j < k; j += 64) {
-    __mmask64 m = mask64(k - j);
-    __m512i wv[4];
-    for (int o = 0; o < NR; o++) {
-      wv[o] = _mm512_maskz_loadu_epi8(m, w + o * ldw + j);
-      if (wsum != NULL) sum[o] = _mm512_dpbusd_epi32(sum[o], ones, wv[o]);
-    }
-    for (int t = 0; t < MR; t++) {
-      __m512i xv = _mm512_maskz_loadu_epi8(m, xu + t * ldx + j);
-      for (int o = 0; o < NR; o++) acc[t][o] = _mm512_dpbusd_epi32(acc[t][o], xv, wv[o]);
-    }
-  }
+#define U8I8_STEP(M)                                                                                         \
+  do {                                                                                                       \
+    __m512i xv[4];                                                                                           \
+    for (int t = 0; t < MR; t++) xv[t] = _mm512_maskz_loadu_epi8(M, xu + t * ldx + j);                       \
+    for (int o = 0; o < NR; o++) {                                                                           \
+      __m512i wv = _mm512_maskz_loadu_epi8(M, w + o * ldw + j);                                              \
+      if (wsum != NULL) sum[o] = _mm512_dpbusd_epi32(sum[o], ones, wv);                                      \
+      for (int t = 0; t < MR; t++) acc[t][o] = _mm512_dpbusd_epi32(acc[t][o], xv[t], wv);                    \
+    }                                                                                                        \
+  } while (0)
+  int64_t j = 0;
+  for (; j + 64 <= k; j += 64) U8I8_STEP(~(__mmask64)0);
+  if (j < k) U8I8_STEP(mask64(k - j));
+#undef U8I8_STEP
   for (int t = 0; t < MR; t++)
-    for (int o = 0; o < NR; o++) acc_out[t * 4 + o] = _mm512_reduce_add_epi32(acc[t][o]);
+    for (int o = 0; o < NR; o++) acc_out[t * MK_I8_NR + o] = _mm512_reduce_add_epi32(acc[t][o]);
   if (wsum != NULL)
     for (int o = 0; o < NR; o++) wsum[o] = _mm512_reduce_add_epi32(sum[o]);
 }
 
 static void dot_u8i8_tile(int32_t *acc, int32_t *wsum, const uint8_t *xu, int64_t ldx, const int8_t *w, int64_t ldw,
                           int64_t mr, int64_t nr, int64_t k) {
-  if (mr == 4 && nr == 4) tile_u8i8(acc, wsum, xu, ldx, w, ldw, 4, 4, k);
-  else if (mr == 1 && nr == 4) tile_u8i8(acc, wsum, xu, ldx, w, ldw, 1, 4, k);
-  else
-    for (int64_t o = 0; o < nr; o++)
-      for (int64_t t = 0; t < mr; t++) {
-        int32_t one;
-        tile_u8i8(&one, t == 0 && wsum != NULL ? wsum + o : NULL, xu + t * ldx, ldx, w + o * ldw, ldw, 1, 1, k);
-        acc[t * 4 + o] = one;
-      }
+  if (nr == 1 && mr <= 1) { /* GEMV: one weight row, its sum fused into the same pass */
+    if (mr == 1) tile_u8i8(acc, wsum, xu, ldx, w, ldw, 1, 1, k);
+    else tile_u8i8(acc, wsum, xu, ldx, w, ldw, 0, 1, k);
+    return;
+  }
+  if (wsum != NULL) {
+    if (nr == MK_I8_NR) tile_u8i8(NULL, wsum, xu, ldx, w, ldw, 0, MK_I8_NR, k);
+    else for (int64_t o = 0; o < nr; o++) tile_u8i8(NULL, wsum + o, xu, ldx, w + o * ldw, ldw, 0, 1, k);
+  }
+  if (mr == 4 && nr == MK_I8_NR) {
+    tile_u8i8(acc, NULL, xu, ldx, w, ldw, 4, MK_I8_NR, k);
+    return;
+  }
+  for (int64_t o = 0; o < nr; o++)
+    for (int64_t t = 0; t < mr; t++) {
+      int32_t one[MK_I8_NR];
+      tile_u8i8(one, NULL, xu + t * ldx, ldx, w + o * ldw, ldw, 1, 1, k);
+      acc[t * MK_I8_NR + o] = one[0];
+    }
 }
 
 /* ---- per-row INT8 quantization ---- */
@@ -202,6 +250,7 @@ static double int8_peak_loop(int64_t iterations) {
 const mk_isa mk_isa_avx512 = {
     .id = MK_ISA_AVX512,
     .matmul_tile = matmul_tile,
+    .prepare_x_bf16 = prepare_x_bf16,
     .dot_u8i8_tile = dot_u8i8_tile,
     .quantize_row = quantize_row,
     .sum_squares = sum_squares,

@@ -34,13 +34,18 @@ static inline uint16_t mk_f32_to_bf16(float f) {
 float mk_fp8_e4m3_to_f32(uint8_t b);
 
 /* ---- the row kernels of one instruction set; every public op is a loop over these ---- */
+#define MK_I8_NR 6 /* weight rows per INT8 tile: 4 x 6 accumulators fill AVX-512's 32 registers */
+
 typedef struct mk_isa {
   int32_t id;
   /* out[t*ldo + o] for t < mr, o < nr: dot(x row t, w row o) over k; mr, nr <= 4. w dtype F32 or BF16. */
   void (*matmul_tile)(float *out, int64_t ldo, const float *x, int64_t ldx, const void *w, int32_t w_bf16,
                       int64_t ldw, int64_t mr, int64_t nr, int64_t k);
-  /* acc[t*4 + o] = Σ xu[t][j] * w[o][j] with xu = x + 128 as unsigned bytes; mr, nr <= 4. When wsum is
-   * not null it also gets wsum[o] = Σ w[o][j] (fused, so a GEMV reads its weights once). */
+  /* When not null: the layout matmul_tile wants x in for BF16 weights (xp and x both length k). */
+  void (*prepare_x_bf16)(float *xp, const float *x, int64_t k);
+  /* acc[t*MK_I8_NR + o] = Σ xu[t][j] * w[o][j] with xu = x + 128 as unsigned bytes; mr <= 4 (0: sums only),
+   * nr <= MK_I8_NR. When wsum is not null it also gets wsum[o] = Σ w[o][j] (fused, so a GEMV reads its
+   * weights once). */
   void (*dot_u8i8_tile)(int32_t *acc, int32_t *wsum, const uint8_t *xu, int64_t ldx, const int8_t *w, int64_t ldw,
                         int64_t mr, int64_t nr, int64_t k);
   /* One row of quantize_rows; x F32 or BF16. Also writes xu = q + 128 when xu != NULL. */

@@ -27,7 +27,7 @@ static void dot_u8i8_tile(int32_t *acc, int32_t *wsum, const uint8_t *xu, int64_
     for (int64_t o = 0; o < nr; o++) {
       int32_t sum = 0;
       for (int64_t j = 0; j < k; j++) sum += (int32_t)xu[t * ldx + j] * (int32_t)w[o * ldw + j];
-      acc[t * 4 + o] = sum;
+      acc[t * MK_I8_NR + o] = sum;
     }
   if (wsum != NULL)
     for (int64_t o = 0; o < nr; o++) {

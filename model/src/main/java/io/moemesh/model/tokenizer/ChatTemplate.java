@@ -30,8 +30,9 @@ import jinjava.javax.el.CompositeELResolver;
  * <p>The result is the prompt text, BOS included if the template writes {@code bos_token}; encode it with
  * {@link Tokenizer#encode(String)} (no second BOS), as {@code apply_chat_template(tokenize=True)} does.
  *
- * <p>Known gap: Jinja's filtered loop ({@code for x in xs if cond}) is not supported by Jinjava (it renders nothing);
- * DeepSeek's templates do not use it.
+ * <p>Known gaps, none of which DeepSeek's templates touch: Jinja's filtered loop ({@code for x in xs if cond})
+ * renders nothing in Jinjava; an unknown filter is ignored instead of failing; booleans print as {@code true} (Python:
+ * {@code True}) and lists in Java's {@code [a, b]} form; {@code 'a' + none} gives {@code anull} instead of failing.
  *
  * <p>Immutable and thread-safe; renders may run concurrently.
  */

@@ -14,7 +14,8 @@ import jinjava.javax.el.ELResolver;
  * the Java method of the same name, or none: {@code String.split} takes a regex and drops trailing empty strings, so
  * {@code 'a</think>'.split('</think>')[-1]} would give {@code a} instead of Python's empty string.
  *
- * <p>Placed first in the resolver chain; it resolves only method calls on a {@link String} whose name is below.
+ * <p>Placed first in the resolver chain; it resolves only method calls on a {@link String} whose name is below, and
+ * indexing a string with a number.
  */
 final class PythonStringMethods extends ELResolver {
 
@@ -188,11 +189,19 @@ final class PythonStringMethods extends ELResolver {
     return out.toString();
   }
 
-  // Method calls only: property access and the rest of the resolver contract are left to the next resolvers.
+  /** Python string indexing, {@code s[0]} and {@code s[-1]} (Jinjava supports only slices); out of range is None. */
   @Override
   public Object getValue(ELContext context, Object base, Object property) {
-    return null;
+    if (!(base instanceof String s)) return null;
+    Integer index = property instanceof Number n ? Integer.valueOf(n.intValue()) // Jinjava passes "0" for 0
+        : property instanceof String p && p.matches("-?\\d{1,9}") ? Integer.valueOf(p) : null;
+    if (index == null) return null;
+    context.setPropertyResolved(true);
+    int i = index < 0 ? s.length() + index : index;
+    return i >= 0 && i < s.length() ? String.valueOf(s.charAt(i)) : null;
   }
+
+  // The rest of the resolver contract is left to the next resolvers.
 
   @Override
   public Class<?> getType(ELContext context, Object base, Object property) {

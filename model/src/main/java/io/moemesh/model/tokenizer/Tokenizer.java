@@ -7,12 +7,11 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
+import java.lang.ref.Reference;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.Collections;
-import java.util.HashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
@@ -32,19 +31,22 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * off.
  *
  * <p><b>Thread safety.</b> Encode and decode may run concurrently from any number of threads. DJL's
- * {@code HuggingFaceTokenizer} keeps no mutable Java state after construction, and its JNI entry points call only
- * {@code &self} methods of the Rust {@code Tokenizer} ({@code encode_char_offsets}, {@code decode}), which is
- * {@code Sync}; its only shared mutable state, the BPE word cache, sits behind a lock. DJL mutates the native object
- * only in its constructor (padding, truncation). What is not safe in DJL is {@code close()} racing a call (a
- * use-after-free in native code), so this class guards calls with a read lock and {@link #close()} with the write
- * lock; a call after close throws {@link IllegalStateException}.
+ * {@code HuggingFaceTokenizer} keeps no mutable Java state after construction, and its JNI entry points
+ * ({@code TokenizersLibrary.encode}, {@code decode}) call only {@code &self} methods of the Rust {@code Tokenizer}
+ * ({@code encode_char_offsets}, {@code decode}), which is {@code Sync}; its one shared mutable part, the BPE word
+ * cache, sits behind an {@code RwLock}. (DJL's JNI glue casts the handle to {@code &mut Tokenizer}, a formal aliasing
+ * violation, but nothing mutates through it after construction, where DJL sets padding and truncation.) What is not
+ * safe in DJL is {@code close()} racing a call, a use-after-free in native code, so this class guards calls with a
+ * read lock and {@link #close()} with the write lock; a call after close throws {@link IllegalStateException}.
+ *
+ * <p>Encoding calls the JNI layer directly and fetches only the ids: DJL's {@code Encoding} would also build token
+ * strings and one {@code CharSpan} object per token through JNI.
  */
 public final class Tokenizer implements AutoCloseable {
   public static final String FILE_NAME = "tokenizer.json";
   // Not canonicalizing field names: a vocabulary's 100 000 distinct keys thrash Jackson's symbol table (1 s → 20 ms).
   private static final ObjectMapper JSON =
       new ObjectMapper(JsonFactory.builder().disable(JsonFactory.Feature.CANONICALIZE_FIELD_NAMES).build());
-  private static final int MAX_VOCAB = 1 << 24;
 
   static {
     // DJL pings an EC2 metadata address and a telemetry endpoint when a tokenizer is created, unless opted out.
@@ -52,14 +54,10 @@ public final class Tokenizer implements AutoCloseable {
   }
 
   private final Path directory;
-  private final HuggingFaceTokenizer native_;
+  private final HuggingFaceTokenizer hfTokenizer;
   private final long handle;
   private final TokenizerConfig config;
-  private final String[] idToToken; // (vocabSize); null for ids no token uses
-  private final Map<String, Integer> tokenToId;
-  private final List<AddedToken> addedTokens;
-  private final boolean[] special; // (vocabSize)
-  private final byte[][] tokenBytes; // (vocabSize), null unless the decoder is ByteLevel
+  private final Vocabulary vocab;
   private final int bosId;
   private final int eosId;
   private final int padId;
@@ -70,43 +68,17 @@ public final class Tokenizer implements AutoCloseable {
     Path file = directory.resolve(FILE_NAME);
     this.directory = directory;
     this.config = config;
-    this.tokenToId = new HashMap<>();
-    JsonNode model = root.path("model");
-    JsonNode vocab = model.get("vocab");
-    if (vocab == null || !(vocab.isObject() || vocab.isArray())) {
-      throw new TokenizerException(file + ": model.vocab is missing");
-    }
-    if (vocab.isObject()) {
-      vocab.properties().forEach(e -> tokenToId.put(e.getKey(), e.getValue().asInt()));
-    } else { // Unigram: [[token, score], ...], id = position
-      for (int i = 0; i < vocab.size(); i++) tokenToId.put(vocab.get(i).path(0).asText(), i);
-    }
-    List<AddedToken> added = new ArrayList<>();
-    for (JsonNode t : root.path("added_tokens")) {
-      added.add(new AddedToken(t.path("id").asInt(), t.path("content").asText(), t.path("special").asBoolean()));
-    }
-    this.addedTokens = List.copyOf(added);
-    for (AddedToken t : added) tokenToId.put(t.content(), t.id());
-    int size = 0;
-    for (int id : tokenToId.values()) {
-      if (id < 0 || id >= MAX_VOCAB) throw new TokenizerException(file + ": token id " + id + " out of range");
-      size = Math.max(size, id + 1);
-    }
-    this.idToToken = new String[size];
-    tokenToId.forEach((token, id) -> idToToken[id] = token);
-    this.special = new boolean[size];
-    for (AddedToken t : added) special[t.id()] = t.special();
-    this.tokenBytes = "ByteLevel".equals(root.path("decoder").path("type").asText()) ? byteTable(idToToken) : null;
+    this.vocab = Vocabulary.parse(root, file);
     this.bosId = idOf(config.bosToken(), "bos_token");
     this.eosId = idOf(config.eosToken(), "eos_token");
     this.padId = idOf(config.padToken(), "pad_token");
     try {
-      this.native_ = HuggingFaceTokenizer.newInstance(new ByteArrayInputStream(json),
+      this.hfTokenizer = HuggingFaceTokenizer.newInstance(new ByteArrayInputStream(json),
           Map.of("addSpecialTokens", "false", "truncation", "false", "padding", "false"));
     } catch (IOException | RuntimeException e) {
       throw new TokenizerException(file + ": Hugging Face tokenizers cannot load it: " + e.getMessage(), e);
     }
-    this.handle = native_.getHandle();
+    this.handle = hfTokenizer.getHandle();
   }
 
   /** Loads {@value #FILE_NAME} and {@value TokenizerConfig#FILE_NAME} from a model directory. */
@@ -126,15 +98,9 @@ public final class Tokenizer implements AutoCloseable {
     return new Tokenizer(modelDir, json, root, TokenizerConfig.read(modelDir));
   }
 
-  private static byte[][] byteTable(String[] idToToken) {
-    byte[][] table = new byte[idToToken.length][];
-    for (int id = 0; id < table.length; id++) table[id] = idToToken[id] == null ? new byte[0] : ByteLevel.decode(idToToken[id]);
-    return table;
-  }
-
   private int idOf(String token, String field) {
     if (token == null) return -1;
-    Integer id = tokenToId.get(token);
+    Integer id = vocab.tokenToId().get(token);
     if (id == null) {
       throw new TokenizerException(directory.resolve(TokenizerConfig.FILE_NAME) + ": " + field + " " + token
           + " is not in the vocabulary of " + directory.resolve(FILE_NAME));
@@ -156,6 +122,7 @@ public final class Tokenizer implements AutoCloseable {
       }
     } finally {
       lock.readLock().unlock();
+      Reference.reachabilityFence(hfTokenizer); // its finalizer frees the native handle in use above
     }
   }
 
@@ -185,6 +152,7 @@ public final class Tokenizer implements AutoCloseable {
       return TokenizersLibrary.LIB.decode(handle, longs, skipSpecialTokens);
     } finally {
       lock.readLock().unlock();
+      Reference.reachabilityFence(hfTokenizer);
     }
   }
 
@@ -195,17 +163,17 @@ public final class Tokenizer implements AutoCloseable {
 
   /** The number of ids, i.e. the largest id in the vocabulary or the added tokens, plus one. */
   public int vocabSize() {
-    return idToToken.length;
+    return vocab.size();
   }
 
   public OptionalInt tokenToId(String token) {
-    Integer id = tokenToId.get(token);
+    Integer id = vocab.tokenToId().get(token);
     return id == null ? OptionalInt.empty() : OptionalInt.of(id);
   }
 
   /** The token's vocabulary string (byte-level tokens in their GPT-2 spelling, e.g. {@code Ġthe}). */
   public Optional<String> idToToken(int id) {
-    return id >= 0 && id < idToToken.length ? Optional.ofNullable(idToToken[id]) : Optional.empty();
+    return id >= 0 && id < vocab.size() ? Optional.ofNullable(vocab.idToToken()[id]) : Optional.empty();
   }
 
   /** BOS id, or -1 if the config names none. */
@@ -224,29 +192,29 @@ public final class Tokenizer implements AutoCloseable {
   }
 
   public List<AddedToken> addedTokens() {
-    return addedTokens;
+    return vocab.addedTokens();
   }
 
   /** The texts of the added tokens marked special (those {@code skipSpecialTokens} drops). */
   public Set<String> specialTokens() {
     Set<String> out = new LinkedHashSet<>();
-    for (AddedToken t : addedTokens) if (t.special()) out.add(t.content());
+    for (AddedToken t : vocab.addedTokens()) if (t.special()) out.add(t.content());
     return Collections.unmodifiableSet(out);
   }
 
   public boolean isSpecial(int id) {
-    return id >= 0 && id < special.length && special[id];
+    return id >= 0 && id < vocab.size() && vocab.special()[id];
   }
 
   /** Whether the decoder is byte-level, so {@link #tokenBytes} is available. */
   public boolean isByteLevel() {
-    return tokenBytes != null;
+    return vocab.tokenBytes() != null;
   }
 
   /** The UTF-8 bytes the token contributes to decoded text (byte-level tokenizers only); do not modify. */
   byte[] tokenBytes(int id) {
-    if (tokenBytes == null) throw new UnsupportedOperationException("not a byte-level tokenizer: " + directory);
-    return tokenBytes[checkId(id)];
+    if (vocab.tokenBytes() == null) throw new UnsupportedOperationException("not byte-level: " + directory);
+    return vocab.tokenBytes()[checkId(id)];
   }
 
   public TokenizerConfig config() {
@@ -266,7 +234,7 @@ public final class Tokenizer implements AutoCloseable {
   public void close() {
     lock.writeLock().lock();
     try {
-      if (!closed) native_.close();
+      if (!closed) hfTokenizer.close();
       closed = true;
     } finally {
       lock.writeLock().unlock();
@@ -278,8 +246,8 @@ public final class Tokenizer implements AutoCloseable {
   }
 
   private int checkId(int id) {
-    if (id < 0 || id >= idToToken.length) {
-      throw new IllegalArgumentException("token id " + id + " outside [0, " + idToToken.length + ")");
+    if (id < 0 || id >= vocab.size()) {
+      throw new IllegalArgumentException("token id " + id + " outside [0, " + vocab.size() + ")");
     }
     return id;
   }

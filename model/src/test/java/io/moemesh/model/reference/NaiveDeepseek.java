@@ -33,11 +33,13 @@ public final class NaiveDeepseek {
   private final ModelConfig c;
   private final Map<String, double[]> weights; // checkpoint name → values in row-major order
   private final float[] ropeFrequencies;       // (qk_rope_head_dim / 2), radians per position
+  private final double softmaxScale;
 
   private NaiveDeepseek(ModelConfig c, Map<String, double[]> weights) {
     this.c = c;
     this.weights = weights;
     this.ropeFrequencies = ropeFrequencies(c);
+    this.softmaxScale = softmaxScale(c);
   }
 
   /** Reads config.json and every tensor of the checkpoint in {@code dir}. */
@@ -102,12 +104,6 @@ public final class NaiveDeepseek {
       kPe[t] = rotate(Arrays.copyOfRange(kvA[t], rank, rank + rope), t);
     }
     double[][] kv = linear(rmsNorm(cKv, a + "kv_a_layernorm.weight"), a + "kv_b_proj.weight"); // (T, heads·(nope+v))
-
-    double scale = Math.pow(qkDim, -0.5);
-    if (yarnActive()) {
-      double mscale = 0.1 * c.ropeScaling().mscaleAllDim() * Math.log(c.ropeScaling().factor()) + 1.0;
-      scale *= mscale * mscale;
-    }
     double[][] o = new double[T][heads * vDim];
     for (int h = 0; h < heads; h++) {
       double[][] key = new double[T][], value = new double[T][];
@@ -121,7 +117,7 @@ public final class NaiveDeepseek {
         double[] qPe = rotate(Arrays.copyOfRange(query, nope, qkDim), s);
         System.arraycopy(qPe, 0, query, nope, rope);
         double[] scores = new double[s + 1]; // causal: keys 0..s only
-        for (int t = 0; t <= s; t++) scores[t] = dot(query, key[t]) * scale;
+        for (int t = 0; t <= s; t++) scores[t] = dot(query, key[t]) * softmaxScale;
         double[] p = softmax(scores);
         for (int t = 0; t <= s; t++)
           for (int i = 0; i < vDim; i++) o[s][h * vDim + i] += p[t] * value[t][i];
@@ -138,56 +134,77 @@ public final class NaiveDeepseek {
     return linear(gate, p + "down_proj.weight");
   }
 
-  /** The MoE: sigmoid gate with group-limited top-k over bias-corrected scores, routed experts, shared experts. */
+  /** The MoE: each token's routed experts weighted by the gate, plus the shared experts. */
   private double[][] moe(String m, double[][] x) {
-    int E = c.nRoutedExperts(), perGroup = E / c.nGroup();
-    boolean useBias = "noaux_tc".equals(c.topkMethod());
-    double[] bias = useBias ? weight(m + "gate.e_score_correction_bias") : new double[E];
+    double[] bias = "noaux_tc".equals(c.topkMethod()) ? weight(m + "gate.e_score_correction_bias") : null;
     double[][] logits = linear(x, m + "gate.weight");
     double[][] y = c.nSharedExperts() > 0 ? mlp(m + "shared_experts.", x) : new double[x.length][x[0].length];
     for (int t = 0; t < x.length; t++) {
-      double[] score = new double[E], choice = new double[E];
-      for (int e = 0; e < E; e++) {
-        score[e] = 1 / (1 + Math.exp(-logits[t][e]));
-        choice[e] = score[e] + bias[e];
-      }
-      if (c.nGroup() > 1) {
-        double[] groupScore = new double[c.nGroup()];
-        for (int g = 0; g < c.nGroup(); g++) {
-          double[] members = Arrays.copyOfRange(choice, g * perGroup, (g + 1) * perGroup);
-          int[] best = topK(members, Math.min(2, perGroup));
-          groupScore[g] = useBias ? members[best[0]] + (best.length > 1 ? members[best[1]] : 0) : members[best[0]];
-        }
-        boolean[] kept = new boolean[c.nGroup()];
-        for (int g : topK(groupScore, c.topkGroup())) kept[g] = true;
-        for (int e = 0; e < E; e++) if (!kept[e / perGroup]) choice[e] = Double.NEGATIVE_INFINITY;
-      }
-      int[] chosen = topK(choice, c.numExpertsPerTok());
-      double[] w = new double[chosen.length];
-      double sum = 0;
-      for (int i = 0; i < chosen.length; i++) sum += w[i] = score[chosen[i]]; // weights: the unbiased scores
-      for (int i = 0; i < chosen.length; i++) {
-        double weight = (c.normTopkProb() ? w[i] / sum : w[i]) * c.routedScalingFactor();
-        double[] out = mlp(m + "experts." + chosen[i] + ".", new double[][] {x[t]})[0];
-        for (int d = 0; d < out.length; d++) y[t][d] += weight * out[d];
+      Route route = route(c, logits[t], bias);
+      for (int i = 0; i < route.experts().length; i++) {
+        double[] out = mlp(m + "experts." + route.experts()[i] + ".", new double[][] {x[t]})[0];
+        for (int d = 0; d < out.length; d++) y[t][d] += route.weights()[i] * out[d];
       }
     }
     return y;
   }
 
+  /** One token's routed experts, best first, and their weights. */
+  record Route(int[] experts, double[] weights) {}
+
+  /**
+   * DeepSeek-V3's gate ({@code Gate.forward}): sigmoid scores; selection on scores + bias; with groups, a group's
+   * score is the sum of its top-2 selection scores (its max without a bias), only the best {@code topk_group}
+   * groups stay; the top-k experts of those; weights are their unbiased scores, normalized, times the route scale.
+   */
+  static Route route(ModelConfig c, double[] logits, double[] bias) {
+    int E = logits.length, perGroup = E / c.nGroup();
+    double[] score = new double[E], choice = new double[E];
+    for (int e = 0; e < E; e++) {
+      score[e] = 1 / (1 + Math.exp(-logits[e]));
+      choice[e] = score[e] + (bias == null ? 0 : bias[e]);
+    }
+    if (c.nGroup() > 1) {
+      double[] groupScore = new double[c.nGroup()];
+      for (int g = 0; g < c.nGroup(); g++) {
+        double[] members = Arrays.copyOfRange(choice, g * perGroup, (g + 1) * perGroup);
+        int[] best = topK(members, Math.min(2, perGroup));
+        groupScore[g] = bias == null || best.length == 1 ? members[best[0]] : members[best[0]] + members[best[1]];
+      }
+      boolean[] kept = new boolean[c.nGroup()];
+      for (int g : topK(groupScore, c.topkGroup())) kept[g] = true;
+      for (int e = 0; e < E; e++) if (!kept[e / perGroup]) choice[e] = Double.NEGATIVE_INFINITY;
+    }
+    int[] chosen = topK(choice, c.numExpertsPerTok());
+    double[] weights = new double[chosen.length];
+    double sum = 0;
+    for (int i = 0; i < chosen.length; i++) sum += weights[i] = score[chosen[i]];
+    for (int i = 0; i < chosen.length; i++) weights[i] = (c.normTopkProb() ? weights[i] / sum : weights[i]) * c.routedScalingFactor();
+    return new Route(chosen, weights);
+  }
+
   // ---- rotary embedding (precompute_freqs_cis, apply_rotary_emb) ---------------------------------------------
 
-  private boolean yarnActive() {
+  /** As the reference: YaRN changes anything only when the context exceeds the original one. */
+  private static boolean yarnActive(ModelConfig c) {
     return c.ropeScaling() != null && c.maxPositionEmbeddings() > c.ropeScaling().originalMaxPositionEmbeddings();
   }
 
+  /** {@code qk_head_dim^-0.5}, times mscale² under YaRN: {@code mscale = 0.1 · mscale_all_dim · ln(factor) + 1}. */
+  static double softmaxScale(ModelConfig c) {
+    double scale = Math.pow(c.qkNopeHeadDim() + c.qkRopeHeadDim(), -0.5);
+    if (!yarnActive(c)) return scale;
+    double mscale = 0.1 * c.ropeScaling().mscaleAllDim() * Math.log(c.ropeScaling().factor()) + 1.0;
+    return scale * mscale * mscale;
+  }
+
   /** {@code 1 / θ^(2i/d)}; under YaRN blended towards {@code freq / factor} below the beta_fast…beta_slow ramp. */
-  private static float[] ropeFrequencies(ModelConfig c) {
+  static float[] ropeFrequencies(ModelConfig c) {
     int dim = c.qkRopeHeadDim();
     double[] freqs = new double[dim / 2];
     for (int i = 0; i < freqs.length; i++) freqs[i] = 1.0 / Math.pow(c.ropeTheta(), (float) (2 * i) / dim);
     var y = c.ropeScaling();
-    if (y != null && c.maxPositionEmbeddings() > y.originalMaxPositionEmbeddings()) {
+    if (yarnActive(c)) {
       double logBase = 2 * Math.log(c.ropeTheta());
       int original = y.originalMaxPositionEmbeddings();
       int low = (int) Math.max(Math.floor(dim * Math.log(original / (y.betaFast() * 2 * Math.PI)) / logBase), 0);
@@ -326,9 +343,5 @@ public final class NaiveDeepseek {
     if (exponent == 0xF && mantissa == 0x7) return Double.NaN;
     if (exponent == 0) return sign * mantissa / 8.0 * 0x1p-6;
     return sign * (1 + mantissa / 8.0) * Math.scalb(1.0, exponent - 7);
-  }
-
-  public ModelConfig config() {
-    return c;
   }
 }
