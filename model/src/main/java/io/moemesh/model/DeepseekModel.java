@@ -30,8 +30,9 @@ public final class DeepseekModel implements AutoCloseable {
   private final MtpLayer[] mtp;
   private final RopeTable rope;      // (max_position_embeddings, rope / 2)
   private final LocalExperts localExperts;
+  private final Path directory;
 
-  private DeepseekModel(ModelConfig config, Precision precision, Kernels kernels, TensorArena weights, Tensor embed,
+  private DeepseekModel(Path directory, ModelConfig config, Precision precision, Kernels kernels, TensorArena weights, Tensor embed,
       DecoderLayer[] layers, Tensor norm, Linear head, MtpLayer[] mtp, RopeTable rope, LocalExperts localExperts) {
     this.config = config;
     this.precision = precision;
@@ -44,6 +45,7 @@ public final class DeepseekModel implements AutoCloseable {
     this.mtp = mtp;
     this.rope = rope;
     this.localExperts = localExperts;
+    this.directory = directory;
   }
 
   /** Loads {@code dir} (config.json + safetensors) in {@code precision}, reporting progress as it reads. */
@@ -60,7 +62,7 @@ public final class DeepseekModel implements AutoCloseable {
       for (int i = 0; i < L; i++) layers[i] = loader.block(i, i, routed, shared);
       MtpLayer[] mtp = new MtpLayer[config.numNextnPredictLayers()];
       for (int j = 0; j < mtp.length; j++) mtp[j] = loader.mtp(L + j, L + j, embed, routed, shared);
-      return new DeepseekModel(config, precision, kernels, arena, embed, layers, loader.norm("model.norm.weight"),
+      return new DeepseekModel(dir, config, precision, kernels, arena, embed, layers, loader.norm("model.norm.weight"),
           loader.head("lm_head.weight"), mtp, YarnRope.table(arena, config), new LocalExperts(routed, shared));
     } catch (RuntimeException e) {
       arena.close();
@@ -121,6 +123,11 @@ public final class DeepseekModel implements AutoCloseable {
     Tensor logits = scratch.allocate(DType.F32, rows.length, head.outFeatures());
     head.apply(k, logits, picked, scratch);
     return new Output(hidden, logits);
+  }
+
+  /** The checkpoint directory this model was loaded from (its tokenizer lives there too). */
+  public Path directory() {
+    return directory;
   }
 
   public ModelConfig config() {

@@ -123,7 +123,14 @@ class DeepseekModelTest {
     void anFp8CheckpointAndItsDequantizedBf16TwinGiveIdenticalLogits(Precision precision) {
       int[] tokens = randomTokens(TINY_VOCAB, 20, 6);
       float[][] fp8 = prefillThenDecode(model(tinyFp8, precision), tokens, 14);
-      assertThat(prefillThenDecode(model(tinyFp8AsBf16, precision), tokens, 14)).isDeepEqualTo(fp8);
+      float[][] twin = prefillThenDecode(model(tinyFp8AsBf16, precision), tokens, 14);
+      if (precision == Precision.EXACT) {
+        // The same numbers, but EXACT keeps dequantized FP8 as F32 matrices and the twin as BF16 ones, and the
+        // kernels sum BF16 weights in another order (they widen them in even/odd halves): float noise apart.
+        assertThat(diff(twin, fp8).relative()).isLessThan(FLOAT32_NOISE);
+      } else {
+        assertThat(twin).isDeepEqualTo(fp8); // both load as BF16 (or INT8 from the same values): bit for bit
+      }
     }
   }
 
@@ -143,11 +150,14 @@ class DeepseekModelTest {
       }
     }
 
-    /** Teacher-forced: every row of random prompts, greedy top-1 of INT8 against EXACT. */
+    /**
+     * Teacher-forced: every row of real text (as prompts are: never the tokenizer's placeholder ids), greedy
+     * top-1 of INT8 against EXACT.
+     */
     void assertTop1Agreement(DeepseekModel exact, DeepseekModel int8, int prompts, int length) {
       int agree = 0, total = 0;
       for (int p = 0; p < prompts; p++) {
-        int[] tokens = randomTokens(exact.config().vocabSize(), length, 100 + p);
+        int[] tokens = textTokens(exact, p, length);
         float[][] expected = prefill(exact, tokens), actual = prefill(int8, tokens);
         for (int t = 0; t < length; t++, total++) if (argmax(actual[t]) == argmax(expected[t])) agree++;
       }
@@ -248,9 +258,13 @@ class DeepseekModelTest {
     void incrementalDraftsMatchTheOneShotPrefill(Precision precision) {
       DeepseekModel model = model(tinyBf16, precision);
       int[] tokens = randomTokens(TINY_VOCAB, 25, 12);
-      // measured: EXACT 3.1e-7, BF16 2.4e-7, INT8 1.1e-2
-      assertThat(diff(mtpIncremental(model, tokens, 9), mtpOneShot(model, tokens)).relative())
-          .isLessThan(precision == Precision.INT8 ? 0.05 : FLOAT32_NOISE);
+      // measured: EXACT 3.1e-7, BF16 1.6e-5 (BF16 KV cache and weights; naive vs absorbed attention), INT8 1.1e-2
+      double bound = switch (precision) {
+        case EXACT -> FLOAT32_NOISE;
+        case BF16 -> 1e-4;
+        case INT8 -> 0.05;
+      };
+      assertThat(diff(mtpIncremental(model, tokens, 9), mtpOneShot(model, tokens)).relative()).isLessThan(bound);
     }
   }
 
@@ -344,6 +358,20 @@ class DeepseekModelTest {
     float[][] out = new float[n][];
     for (int i = 0; i < n; i++) out[i] = Arrays.copyOfRange(all, i * m, (i + 1) * m);
     return out;
+  }
+
+  private static final String[] TEXTS = {
+      "We hold these truths to be self-evident, that all men are created equal, that they are endowed by their "
+          + "Creator with certain unalienable Rights, that among these are Life, Liberty and the pursuit of Happiness. ",
+      "道可道，非常道。名可名，非常名。无名天地之始；有名万物之母。故常无欲，以观其妙；常有欲，以观其徼。 ",
+      "def fib(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a  # 🙂 done\n"};
+
+  /** {@code length} tokens of a bundled text (repeated as needed), tokenized by the model's own tokenizer. */
+  static int[] textTokens(DeepseekModel model, int which, int length) {
+    try (var tokenizer = io.moemesh.model.tokenizer.Tokenizer.load(model.directory())) {
+      int[] ids = tokenizer.encode(TEXTS[which % TEXTS.length].repeat(40));
+      return Arrays.copyOf(ids, length);
+    }
   }
 
   static int[] randomTokens(int vocab, int n, long seed) {

@@ -49,6 +49,8 @@ public final class DemoCheckpoint {
     Files.writeString(outDir.resolve("config.json"), JSON.writeValueAsString(json) + "\n");
     config = ModelConfigReader.read(outDir.resolve("config.json"));
 
+    int realTokens = TokenizerFiles.write(outDir, config.vocabSize(), config.bosTokenId(), config.firstEos().orElse(1),
+        config.maxPositionEmbeddings());
     List<WeightSpec> weights = WeightSpec.all(config);
     List<TensorSpec> specs = new ArrayList<>();
     for (WeightSpec w : weights) {
@@ -60,7 +62,7 @@ public final class DemoCheckpoint {
     try (var writer = SafetensorsWriter.create(outDir.resolve("model.safetensors"), specs, Map.of("format", "pt"))) {
       for (WeightSpec w : weights) {
         try (TensorArena arena = TensorArena.open()) {
-          float[] values = RandomWeights.draw(w, config, seed);
+          float[] values = RandomWeights.draw(w, config, seed, realTokens);
           if (format == Format.FP8 && w.quantizedInFp8()) {
             Tensor q = arena.allocate(DType.F8_E4M3, w.shape());
             Tensor scales = arena.allocate(DType.F32, blocks(w.shape()));
@@ -77,7 +79,6 @@ public final class DemoCheckpoint {
         if (progress != null) progress.loaded(2 * done, 2 * total); // as BF16 bytes
       }
     }
-    TokenizerFiles.write(outDir, config.vocabSize(), config.bosTokenId(), config.firstEos().orElse(1), config.maxPositionEmbeddings());
   }
 
   private static int[] blocks(int[] shape) {
@@ -102,9 +103,51 @@ public final class DemoCheckpoint {
 
   /** Seeded draws for one tensor. */
   static final class RandomWeights {
+    /** Weight of the head's copy of the embeddings: sets how clearly each token prefers its successor. */
+    private static final float SUCCESSOR_GAIN = 1.0f;
+
     private RandomWeights() {}
 
-    static float[] draw(WeightSpec w, ModelConfig c, long seed) {
+    static float[] draw(WeightSpec w, ModelConfig c, long seed, int realTokens) {
+      if (w.kind() == WeightSpec.Kind.HEAD) return head(w, c, seed, realTokens);
+      return plain(w, c, seed);
+    }
+
+    /**
+     * A head with a clear preference, as a trained model has: row v is random plus a scaled copy of the
+     * embedding of token π(v), for a seeded permutation π of the real tokens, so after token t the logit of
+     * π⁻¹(t) stands well above the rest (the residual stream still carries t's embedding), while every layer
+     * still moves every logit. Without it the top two logits of 32K random rows are near-ties that any
+     * rounding flips. Placeholder rows (ids ≥ realTokens) are damped: the tokenizer never produces them.
+     */
+    private static float[] head(WeightSpec w, ModelConfig c, long seed, int realTokens) {
+      int vocab = w.shape()[0], dim = w.shape()[1];
+      float[] v = plain(w, c, seed);
+      String embedName = w.name().equals("lm_head.weight") ? "model.embed_tokens.weight"
+          : w.name().replace("shared_head.head.weight", "embed_tokens.weight");
+      float[] embed = plain(new WeightSpec(embedName, new int[] {vocab, dim}, WeightSpec.Kind.EMBEDDING), c, seed);
+      int[] successorOf = new int[realTokens];
+      for (int i = 0; i < realTokens; i++) successorOf[i] = i;
+      var rng = new SplittableRandom(seed ^ 0x5DEECE66DL);
+      for (int i = realTokens - 1; i > 0; i--) {
+        int j = rng.nextInt(i + 1), tmp = successorOf[i];
+        successorOf[i] = successorOf[j];
+        successorOf[j] = tmp;
+      }
+      float copy = (float) (SUCCESSOR_GAIN / Math.sqrt(dim));
+      for (int row = 0; row < vocab; row++) {
+        int base = row * dim;
+        if (row >= realTokens) {
+          for (int d = 0; d < dim; d++) v[base + d] *= 0.1f;
+          continue;
+        }
+        int source = successorOf[row] * dim;
+        for (int d = 0; d < dim; d++) v[base + d] = 0.5f * v[base + d] + copy * embed[source + d];
+      }
+      return v;
+    }
+
+    private static float[] plain(WeightSpec w, ModelConfig c, long seed) {
       var rng = new SplittableRandom(seed * 0x9E3779B97F4A7C15L ^ w.name().hashCode() * 0xC2B2AE3D27D4EB4FL);
       int fanIn = w.shape().length > 1 ? w.shape()[1] : 1;
       float[] v = new float[Math.toIntExact(w.numElements())];

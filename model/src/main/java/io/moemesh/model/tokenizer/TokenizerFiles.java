@@ -55,9 +55,9 @@ public final class TokenizerFiles {
 
   private TokenizerFiles() {}
 
-  /** Writes both files with {@code model_max_length} {@value #DEFAULT_MODEL_MAX_LENGTH}. */
-  public static void write(Path dir, int vocabSize, int bosId, int eosId) throws IOException {
-    write(dir, vocabSize, bosId, eosId, DEFAULT_MODEL_MAX_LENGTH);
+  /** Writes both files with {@code model_max_length} {@value #DEFAULT_MODEL_MAX_LENGTH}; returns as {@link #write(Path, int, int, int, int)}. */
+  public static int write(Path dir, int vocabSize, int bosId, int eosId) throws IOException {
+    return write(dir, vocabSize, bosId, eosId, DEFAULT_MODEL_MAX_LENGTH);
   }
 
   /**
@@ -66,8 +66,9 @@ public final class TokenizerFiles {
    * @param vocabSize the model's {@code vocab_size}; at least {@code SPECIAL_TOKENS.size() + 256}
    * @param bosId,eosId the model's {@code bos_token_id} and {@code eos_token_id}; distinct, below the number of
    *     special tokens
+   * @return the first placeholder id: ids below it are real tokens (specials, bytes, merges), the rest fillers
    */
-  public static void write(Path dir, int vocabSize, int bosId, int eosId, int modelMaxLength) throws IOException {
+  public static int write(Path dir, int vocabSize, int bosId, int eosId, int modelMaxLength) throws IOException {
     List<String> specials = specialTokenOrder(vocabSize, bosId, eosId);
     int maxNewTokens = vocabSize - specials.size() - 256;
     BpeTrainer.Result bpe = Corpus.trained().truncate(maxNewTokens);
@@ -77,6 +78,7 @@ public final class TokenizerFiles {
     ObjectNode config = tokenizerConfig(specials.get(bosId), specials.get(eosId), modelMaxLength);
     Files.write(dir.resolve("tokenizer_config.json"),
         JSON.writerWithDefaultPrettyPrinter().writeValueAsBytes(config));
+    return specials.size() + 256 + bpe.merges().size();
   }
 
   /** The chat template generated models ship, from the classpath. */
