@@ -75,6 +75,7 @@ public final class DeepseekModel implements AutoCloseable {
 
   /** Runs the main model over {@code batch}, writing its KV; results live in {@code scratch}. */
   public Output forward(ForwardBatch batch, LatentKvCache cache, ExpertBackend experts, TensorArena scratch) {
+    checkPages(batch, cache);
     Tensor positions = scratch.ofInts(batch.positions(), batch.numRows());
     Tensor h = embed(kernels, embed, batch.tokens(), scratch);
     for (DecoderLayer layer : layers)
@@ -89,6 +90,9 @@ public final class DeepseekModel implements AutoCloseable {
 
   /** Draft logits of MTP module {@code depth} (0-based); see {@link MtpLayer#forward}. */
   public Tensor forwardMtp(int depth, ForwardBatch batch, Tensor hidden, LatentKvCache cache, ExpertBackend experts, TensorArena scratch) {
+    if (depth < 0 || depth >= mtp.length)
+      throw new IllegalArgumentException("MTP depth " + depth + " but the model has " + mtp.length + " MTP layer(s)");
+    checkPages(batch, cache);
     Tensor positions = scratch.ofInts(batch.positions(), batch.numRows());
     return mtp[depth].forward(kernels, batch, hidden, positions, rope, cache, experts, config.rmsNormEps(), scratch);
   }
@@ -100,6 +104,24 @@ public final class DeepseekModel implements AutoCloseable {
   /** A KV cache with room for {@code numPages} pages of {@code pageSize} tokens in every layer (MTP included). */
   public LatentKvCache newCache(TensorArena arena, int numPages, int pageSize) {
     return LatentKvCache.allocate(arena, config, precision.kvCacheDType(), layers.length + mtp.length, numPages, pageSize);
+  }
+
+  /** Every position a chunk writes or reads has a page, and every page exists: checked before anything is written. */
+  private void checkPages(ForwardBatch batch, LatentKvCache cache) {
+    if (cache.numLayers() < layers.length + mtp.length)
+      throw new IllegalArgumentException("KV cache has " + cache.numLayers() + " layers, the model needs " + (layers.length + mtp.length));
+    for (ForwardBatch.SequenceChunk s : batch.sequences()) {
+      int last = batch.positions()[s.firstRow() + s.numRows() - 1];
+      if (batch.positions()[s.firstRow()] < 0) throw new IllegalArgumentException("negative position at row " + s.firstRow());
+      int pagesNeeded = last / cache.pageSize() + 1;
+      if (s.blockTable().length < pagesNeeded)
+        throw new IllegalArgumentException("rows from " + s.firstRow() + " reach position " + last + " but their block table has "
+            + s.blockTable().length + " page(s) of " + cache.pageSize());
+      for (int i = 0; i < pagesNeeded; i++)
+        if (s.blockTable()[i] < 0 || s.blockTable()[i] >= cache.numPages())
+          throw new IllegalArgumentException("page id " + s.blockTable()[i] + " of rows from " + s.firstRow() + " is outside the cache's "
+              + cache.numPages() + " pages");
+    }
   }
 
   static Tensor embed(Kernels k, Tensor table, int[] tokens, TensorArena scratch) {

@@ -76,12 +76,12 @@ public final class ModelConfigReader {
     var config = new ModelConfig(
         f.positive("vocab_size"), f.positive("hidden_size"), f.positive("intermediate_size"),
         nRouted > 0 ? f.positive("moe_intermediate_size") : f.integer("moe_intermediate_size", 0),
-        f.positive("num_hidden_layers"), heads, f.integer("q_lora_rank", 0), f.positive("kv_lora_rank"),
+        f.positive("num_hidden_layers"), heads, f.nonNegative("q_lora_rank"), f.positive("kv_lora_rank"),
         f.positive("qk_nope_head_dim"), f.evenPositive("qk_rope_head_dim"), f.positive("v_head_dim"),
         nRouted, f.integer("n_shared_experts", 0), topk, nGroup, topkGroup, topkMethod,
         f.bool("norm_topk_prob", true), (float) f.number("routed_scaling_factor", 1.0),
-        f.integer("first_k_dense_replace", 0), Math.max(1, f.integer("moe_layer_freq", 1)),
-        f.integer("num_nextn_predict_layers", 0), f.positive("max_position_embeddings"),
+        f.nonNegative("first_k_dense_replace"), root.has("moe_layer_freq") ? f.positive("moe_layer_freq") : 1,
+        f.nonNegative("num_nextn_predict_layers"), f.positive("max_position_embeddings"),
         (float) f.number("rms_norm_eps", 1e-6), (float) f.number("rope_theta", 10000), yarn(root, f),
         quantization(root, f), f.integer("bos_token_id", 0), eosIds(root, f));
     warnUnknown(root, source);
@@ -96,6 +96,10 @@ public final class ModelConfigReader {
     f.require(type.equals("yarn"), "rope_scaling.type", "'" + type + "' is not supported (only yarn)");
     float factor = (float) s.number("factor", 1.0);
     f.require(factor >= 1, "rope_scaling.factor", "must be ≥ 1");
+    // DeepSeek's reference scales the softmax by mscale, Hugging Face by mscale_all_dim: equal in every released
+    // config; where they differ the two disagree, so refuse rather than pick one silently.
+    f.require(!rs.has("mscale") || !rs.has("mscale_all_dim") || s.number("mscale", 1) == s.number("mscale_all_dim", 1),
+        "rope_scaling.mscale", "differs from mscale_all_dim; DeepSeek's reference and Hugging Face then disagree");
     return new ModelConfig.Yarn(factor, s.positive("original_max_position_embeddings"), (float) s.number("beta_fast", 32),
         (float) s.number("beta_slow", 1), (float) s.number("mscale", 1), (float) s.number("mscale_all_dim", 0));
   }
@@ -166,6 +170,12 @@ public final class ModelConfigReader {
       if (v == null) return fallback;
       require(v.isIntegralNumber() && v.canConvertToInt(), field, "must be an integer, got " + v);
       return v.asInt();
+    }
+
+    int nonNegative(String field) {
+      int value = integer(field, 0);
+      require(value >= 0, field, "must be ≥ 0, got " + value);
+      return value;
     }
 
     int positive(String field) {

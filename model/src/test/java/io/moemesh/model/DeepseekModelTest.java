@@ -285,6 +285,41 @@ class DeepseekModelTest {
     }
   }
 
+  @Nested
+  class BadBatches {
+    @Test
+    void aBlockTableTooShortForThePositionsIsAnErrorBeforeAnyWrite() {
+      DeepseekModel model = model(tinyBf16, Precision.BF16);
+      try (TensorArena arena = TensorArena.open()) {
+        LatentKvCache cache = model.newCache(arena, 4, PAGE);
+        int[] tokens = randomTokens(TINY_VOCAB, PAGE + 1, 1);
+        assertThatThrownBy(() -> model.forward(ForwardBatch.single(tokens, 0, tokens.length, new int[] {0}, false), cache, arena))
+            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("block table has 1 page(s)");
+      }
+    }
+
+    @Test
+    void aPageOutsideTheCacheIsAnError() {
+      DeepseekModel model = model(tinyBf16, Precision.BF16);
+      try (TensorArena arena = TensorArena.open()) {
+        LatentKvCache cache = model.newCache(arena, 4, PAGE);
+        assertThatThrownBy(() -> model.forward(ForwardBatch.single(new int[] {5}, 0, 1, new int[] {4}, false), cache, arena))
+            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("page id 4").hasMessageContaining("4 pages");
+      }
+    }
+
+    @Test
+    void anMtpDepthThatDoesNotExistIsAnError() {
+      DeepseekModel model = model(tinyBf16, Precision.BF16);
+      try (TensorArena arena = TensorArena.open()) {
+        LatentKvCache cache = model.newCache(arena, 4, PAGE);
+        var batch = ForwardBatch.single(new int[] {5}, 0, 1, new int[] {0}, false);
+        assertThatThrownBy(() -> model.forwardMtp(1, batch, arena.allocate(io.moemesh.kernels.DType.F32, 1, 128), cache, arena))
+            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("MTP depth 1");
+      }
+    }
+  }
+
   // ---- running the model ------------------------------------------------------------------------------------
 
   /** Logits of every row of one prefill of {@code tokens} from position 0, on a fresh cache. */

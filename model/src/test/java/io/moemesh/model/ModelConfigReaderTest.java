@@ -192,7 +192,11 @@ class ModelConfigReaderTest {
           Arguments.of("model_type", "\"llama\"", "model_type"),
           Arguments.of("attention_bias", "true", "attention_bias"),
           Arguments.of("hidden_size", null, "hidden_size"),
-          Arguments.of("vocab_size", "0", "vocab_size"));
+          Arguments.of("vocab_size", "0", "vocab_size"),
+          Arguments.of("num_nextn_predict_layers", "-1", "num_nextn_predict_layers"),
+          Arguments.of("q_lora_rank", "-4", "q_lora_rank"),
+          Arguments.of("moe_layer_freq", "0", "moe_layer_freq"),
+          Arguments.of("rope_scaling.mscale", "0.707", "rope_scaling.mscale"));
     }
 
     @ParameterizedTest(name = "{0} = {1}")
