@@ -127,10 +127,13 @@ INLINE void tile_u8i8(int32_t *acc_out, int32_t *wsum, const uint8_t *xu, int64_
     for (int o = 0; o < NR; o++) wsum[o] = _mm512_reduce_add_epi32(sum[o]);
 }
 
-/* The GEMM microkernel, 4 activation rows x 6 weight rows, with 24 named accumulators: written out because
- * GCC shuffles an array of accumulators through spare registers (a 3x slowdown). */
-static void tile_u8i8_4x6(int32_t *acc_out, const uint8_t *xu, int64_t ldx, const int8_t *w, int64_t ldw, int64_t k) {
-#define Z(t, o) __m512i c##t##o = _mm512_setzero_si512();
+/* The GEMM microkernel, 4 activation rows x 6 weight rows, with 24 named accumulators (GCC shuffles an array of
+ * them through spare registers). It runs over one block of k and keeps its accumulators in `lanes`
+ * (24 x 16 int32), so the caller can walk k in blocks that keep a weight tile in L1 across activation tiles. */
+static void gemm_u8i8_4x6(int32_t *lanes, int init, int32_t *sums, const uint8_t *xu, int64_t ldx, const int8_t *w,
+                          int64_t ldw, int64_t k) {
+  __m512i *acc = (__m512i *)lanes;
+#define Z(t, o) __m512i c##t##o = init ? _mm512_setzero_si512() : _mm512_load_si512(acc + t * MK_I8_NR + o);
 #define ROW(t) Z(t, 0) Z(t, 1) Z(t, 2) Z(t, 3) Z(t, 4) Z(t, 5)
   ROW(0) ROW(1) ROW(2) ROW(3)
 #undef ROW
@@ -138,10 +141,10 @@ static void tile_u8i8_4x6(int32_t *acc_out, const uint8_t *xu, int64_t ldx, cons
 #define DOT(o)                                                                                               \
   do {                                                                                                       \
     __m512i wv = _mm512_maskz_loadu_epi8(m, w + o * ldw + j);                                                \
-    c0##o = dpbusd(c0##o, x0, wv);                                                              \
-    c1##o = dpbusd(c1##o, x1, wv);                                                              \
-    c2##o = dpbusd(c2##o, x2, wv);                                                              \
-    c3##o = dpbusd(c3##o, x3, wv);                                                              \
+    c0##o = dpbusd(c0##o, x0, wv);                                                                           \
+    c1##o = dpbusd(c1##o, x1, wv);                                                                           \
+    c2##o = dpbusd(c2##o, x2, wv);                                                                           \
+    c3##o = dpbusd(c3##o, x3, wv);                                                                           \
   } while (0)
 #define STEP(M)                                                                                              \
   do {                                                                                                       \
@@ -155,11 +158,13 @@ static void tile_u8i8_4x6(int32_t *acc_out, const uint8_t *xu, int64_t ldx, cons
   if (j < k) STEP(mask64(k - j));
 #undef STEP
 #undef DOT
-#define OUT(t, o) acc_out[t * MK_I8_NR + o] = _mm512_reduce_add_epi32(c##t##o);
-#define ROW(t) OUT(t, 0) OUT(t, 1) OUT(t, 2) OUT(t, 3) OUT(t, 4) OUT(t, 5)
+#define ST(t, o)                                                                                             \
+  if (sums != NULL) sums[t * MK_I8_NR + o] = _mm512_reduce_add_epi32(c##t##o);                               \
+  else _mm512_store_si512(acc + t * MK_I8_NR + o, c##t##o);
+#define ROW(t) ST(t, 0) ST(t, 1) ST(t, 2) ST(t, 3) ST(t, 4) ST(t, 5)
   ROW(0) ROW(1) ROW(2) ROW(3)
 #undef ROW
-#undef OUT
+#undef ST
 }
 
 static void dot_u8i8_tile(int32_t *acc, int32_t *wsum, const uint8_t *xu, int64_t ldx, const int8_t *w, int64_t ldw,
@@ -174,7 +179,7 @@ static void dot_u8i8_tile(int32_t *acc, int32_t *wsum, const uint8_t *xu, int64_
     else for (int64_t o = 0; o < nr; o++) tile_u8i8(NULL, wsum + o, xu, ldx, w + o * ldw, ldw, 0, 1, k);
   }
   if (mr == 4 && nr == MK_I8_NR) {
-    tile_u8i8_4x6(acc, xu, ldx, w, ldw, k);
+    gemm_u8i8_4x6(NULL, 1, acc, xu, ldx, w, ldw, k);
     return;
   }
   for (int64_t o = 0; o < nr; o++)
@@ -294,6 +299,7 @@ const mk_isa mk_isa_avx512 = {
     .matmul_tile = matmul_tile,
     .prepare_x_bf16 = prepare_x_bf16,
     .dot_u8i8_tile = dot_u8i8_tile,
+    .gemm_u8i8_4x6 = gemm_u8i8_4x6,
     .quantize_row = quantize_row,
     .sum_squares = sum_squares,
     .scale_mul = scale_mul,

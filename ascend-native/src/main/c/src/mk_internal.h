@@ -48,6 +48,11 @@ typedef struct mk_isa {
    * weights once). */
   void (*dot_u8i8_tile)(int32_t *acc, int32_t *wsum, const uint8_t *xu, int64_t ldx, const int8_t *w, int64_t ldw,
                         int64_t mr, int64_t nr, int64_t k);
+  /* Optional GEMM microkernel over one block of k: 4 x MK_I8_NR dot products carried between blocks as 16
+   * int32 lanes each in `lanes` (64-byte aligned; started at zero when `init`); on the last block `sums` is not
+   * null and receives the 24 totals (row-major, MK_I8_NR per row) instead. */
+  void (*gemm_u8i8_4x6)(int32_t *lanes, int init, int32_t *sums, const uint8_t *xu, int64_t ldx, const int8_t *w,
+                        int64_t ldw, int64_t k);
   /* One row of quantize_rows; x F32 or BF16. Also writes xu = q + 128 when xu != NULL. */
   void (*quantize_row)(int8_t *q, uint8_t *xu, float *scale, const void *x, int32_t x_bf16, int64_t k);
   float (*sum_squares)(const float *x, int64_t d);

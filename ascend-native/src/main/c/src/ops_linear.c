@@ -6,7 +6,7 @@
 
 
 #define TILE 4
-#define X_BLOCK 64 /* activation rows kept hot in L2 while all weight rows stream past */
+#define X_BLOCK 128 /* activation rows kept hot in L2 while all weight rows stream past */
 /* Below this many activation rows (decode), weight rows are read one at a time: a single sequential stream
  * is what the hardware prefetcher follows best; interleaving a few rows' streams halved the bandwidth. */
 #define GEMV_ROWS 4
@@ -98,19 +98,56 @@ typedef struct {
   int64_t ldo, ldw, n, k;
 } matmul_i8_job;
 
+#define K_BLOCK 1024 /* bytes of k per pass: a 6-row weight tile block (6 KiB) stays in L1 across activation tiles */
+
+/* Full 4 x 6 tiles of one activation block, k walked in K_BLOCK slices with the accumulators kept in memory. */
+static void matmul_i8_blocked(const matmul_i8_job *j, int64_t t0, int64_t tiles, int64_t o, const int32_t *wsum,
+                              int32_t *lanes) {
+  int32_t sums[4 * MK_I8_NR];
+  for (int64_t kb = 0; kb < j->k; kb += K_BLOCK) {
+    int64_t len = j->k - kb < K_BLOCK ? j->k - kb : K_BLOCK;
+    int last = kb + len == j->k;
+    for (int64_t tile = 0; tile < tiles; tile++) {
+      j->isa->gemm_u8i8_4x6(lanes + tile * 4 * MK_I8_NR * 16, kb == 0, last ? sums : NULL,
+                            j->xu + (t0 + 4 * tile) * j->k + kb, j->k, j->w + o * j->ldw + kb, j->ldw, len);
+      if (!last) continue;
+      for (int64_t r = 0; r < 4; r++)
+        for (int64_t c = 0; c < MK_I8_NR; c++) {
+          int64_t t = t0 + 4 * tile + r;
+          int32_t dot = (int32_t)((uint32_t)sums[r * MK_I8_NR + c] - 128u * (uint32_t)wsum[c]);
+          j->out[t * j->ldo + o + c] = (float)dot * j->xs[t] * j->ws[o + c];
+        }
+    }
+  }
+}
+
 static void matmul_i8_range(void *raw, int64_t o_begin, int64_t o_end) {
   matmul_i8_job *j = raw;
   int32_t acc[TILE * MK_I8_NR];
-  int32_t wsum[MK_I8_NR];
   int64_t tile = j->n < GEMV_ROWS ? 1 : MK_I8_NR;
+  int32_t *lanes = NULL, *rowsums = malloc(sizeof(int32_t) * (size_t)(o_end - o_begin + MK_I8_NR));
+  if (rowsums == NULL) abort(); /* 4 bytes a row */
+  if (j->isa->gemm_u8i8_4x6 != NULL && j->n >= GEMV_ROWS) {
+    lanes = aligned_alloc(64, sizeof(int32_t) * (X_BLOCK / 4) * 4 * MK_I8_NR * 16);
+    if (lanes == NULL) abort(); /* 24 KiB */
+  }
   for (int64_t t0 = 0; t0 < j->n; t0 += X_BLOCK) {
     int64_t t_end = t0 + X_BLOCK < j->n ? t0 + X_BLOCK : j->n;
     for (int64_t o = o_begin; o < o_end; o += tile) {
       int64_t nr = o_end - o < tile ? o_end - o : tile;
       const int8_t *w = j->w + o * j->ldw;
-      for (int64_t t = t0; t < t_end; t += TILE) {
+      int32_t *wsum = rowsums + (o - o_begin);
+      int64_t t = t0;
+      if (lanes != NULL && nr == MK_I8_NR && t_end - t0 >= 4) {
+        /* the weight rows' sums, once (the first activation block), in a pass of their own */
+        if (t0 == 0) j->isa->dot_u8i8_tile(acc, wsum, j->xu, j->k, w, j->ldw, 0, nr, j->k);
+        int64_t tiles = (t_end - t0) / 4;
+        matmul_i8_blocked(j, t0, tiles, o, wsum, lanes);
+        t += 4 * tiles;
+      }
+      for (; t < t_end; t += TILE) {
         int64_t mr = t_end - t < TILE ? t_end - t : TILE;
-        j->isa->dot_u8i8_tile(acc, t == t0 ? wsum : NULL, j->xu + t * j->k, j->k, w, j->ldw, mr, nr, j->k);
+        j->isa->dot_u8i8_tile(acc, t == 0 ? wsum : NULL, j->xu + t * j->k, j->k, w, j->ldw, mr, nr, j->k);
         for (int64_t r = 0; r < mr; r++)
           for (int64_t c = 0; c < nr; c++) {
             int32_t dot = (int32_t)((uint32_t)acc[r * MK_I8_NR + c] - 128u * (uint32_t)wsum[c]);
@@ -119,6 +156,8 @@ static void matmul_i8_range(void *raw, int64_t o_begin, int64_t o_end) {
       }
     }
   }
+  free(lanes);
+  free(rowsums);
 }
 
 MK_EXPORT int32_t mk_matmul_i8(mk_context *ctx, float *out, int64_t ldo, const int8_t *xq, int64_t ldx,

@@ -82,6 +82,26 @@ class NativeKernelsTest {
   }
 
   @Nested
+  class Blocking {
+    /** Past one 1024-byte k block and one 128-row activation block: the GEMM's blocked path, exact. */
+    @Test
+    void int8GemmAcrossKAndRowBlocksEqualsTheReference() {
+      try (var arena = TensorArena.open(); var kernels = NativeKernels.create(2)) {
+        var rnd = new Random(5);
+        int n = 133, m = 37, k = 2500;
+        Tensor xq = arena.allocate(DType.I8, n, k), w = arena.allocate(DType.I8, m, k);
+        for (long i = 0; i < xq.numElements(); i++) xq.setByte(i, (byte) (rnd.nextInt(255) - 127));
+        for (long i = 0; i < w.numElements(); i++) w.setByte(i, (byte) (rnd.nextInt(255) - 127));
+        Tensor xs = random(arena, rnd, DType.F32, n), ws = random(arena, rnd, DType.F32, m);
+        Tensor expected = arena.allocate(DType.F32, n, m), actual = arena.allocate(DType.F32, n, m);
+        new ReferenceKernels().matmulInt8(expected, xq, xs, w, ws);
+        kernels.matmulInt8(actual, xq, xs, w, ws);
+        assertThat(actual.toFloatArray()).containsExactly(expected.toFloatArray());
+      }
+    }
+  }
+
+  @Nested
   class Selection {
     @Test
     void nativeBackendLoadsTheLibraryAndNamesItsPath() {
