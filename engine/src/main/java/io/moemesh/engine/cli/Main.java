@@ -6,7 +6,11 @@ import java.util.List;
 public final class Main {
   private Main() {}
 
+  /** Kept referenced: java.util.logging holds its loggers weakly, and a collected one forgets its level. */
+  private static final java.util.logging.Logger DJL = java.util.logging.Logger.getLogger("ai.djl");
+
   public static void main(String[] argv) {
+    DJL.setLevel(java.util.logging.Level.WARNING); // DJL reports at INFO which native library it picked
     List<String> args = List.of(argv);
     String command = args.isEmpty() ? "help" : args.getFirst();
     List<String> rest = args.isEmpty() ? List.of() : args.subList(1, args.size());
