@@ -19,7 +19,7 @@ public enum KernelBackend {
     if (this == REFERENCE) return new ReferenceKernels();
     try {
       return NativeKernels.create(threads);
-    } catch (UnsatisfiedLinkError | RuntimeException e) {
+    } catch (LinkageError | RuntimeException e) { // a missing library surfaces as an initializer or link error
       LOG.log(Level.WARNING, "native kernels unavailable (" + e.getMessage() + "); falling back to reference kernels, which are much slower");
       return new ReferenceKernels();
     }

@@ -111,6 +111,19 @@ class NativeKernelsTest {
       }
     }
 
+    /** A JVM whose native library cannot load still gets kernels: the reference, with one warning saying why. */
+    @Test
+    void nativeFallsBackToTheReferenceWhenTheLibraryCannotLoad() throws Exception {
+      var command = java.util.List.of(java.nio.file.Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+          "--enable-native-access=ALL-UNNAMED", "-D" + NativeLibrary.PROPERTY + "=/nonexistent/libmoemesh_kernels.so",
+          "-cp", System.getProperty("java.class.path"), FallbackProbe.class.getName());
+      Process p = new ProcessBuilder(command).start();
+      String out = new String(p.getInputStream().readAllBytes()), err = new String(p.getErrorStream().readAllBytes());
+      assertThat(p.waitFor()).as(err).isZero();
+      assertThat(out.trim()).isEqualTo("reference");
+      assertThat(err).contains("native kernels unavailable").contains("/nonexistent/libmoemesh_kernels.so").contains("falling back");
+    }
+
     @Test
     void int8PeakIsPositive() {
       try (var kernels = NativeKernels.create(1)) {
