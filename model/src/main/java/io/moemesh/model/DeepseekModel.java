@@ -147,6 +147,31 @@ public final class DeepseekModel implements AutoCloseable {
     return new Output(hidden, logits);
   }
 
+  /**
+   * Bytes of weights one token's decode step reads (the memory roofline's numerator): an embedding row, every
+   * layer's attention, its dense MLP or its gate plus {@code num_experts_per_tok} routed experts and the shared
+   * experts, the final norm and the head. MTP layers are not counted.
+   */
+  public long activeWeightBytesPerToken() {
+    long bytes = (long) embed.dim(1) * embed.dtype().byteSize() + norm.numElements() * 4 + head.bytes();
+    for (DecoderLayer layer : layers) {
+      bytes += layer.attention().weightBytes() + 2L * layer.attnNorm().numElements() * 4;
+      if (layer.dense() != null) {
+        bytes += layer.dense().bytes();
+      } else {
+        int id = layer.moe().layerId();
+        bytes += layer.moe().gateBytes() + layer.moe().params().topk() * localExperts.routedExpertBytes(id)
+            + localExperts.sharedBytes(id);
+      }
+    }
+    return bytes;
+  }
+
+  /** The same weights computed by other kernels (e.g. another thread count); closing it leaves the weights to this model. */
+  public DeepseekModel withKernels(Kernels other) {
+    return new DeepseekModel(directory, config, precision, other, null, embed, layers, norm, head, mtp, rope, localExperts);
+  }
+
   /** The checkpoint directory this model was loaded from (its tokenizer lives there too). */
   public Path directory() {
     return directory;
@@ -174,6 +199,6 @@ public final class DeepseekModel implements AutoCloseable {
 
   @Override
   public void close() {
-    weights.close();
+    if (weights != null) weights.close(); // null for a view made by withKernels
   }
 }

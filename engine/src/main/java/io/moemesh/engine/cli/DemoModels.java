@@ -13,7 +13,7 @@ import java.nio.file.StandardCopyOption;
  * made from them: {@code $MOEMESH_HOME/models/<name>} (default {@code ~/.cache/moemesh}). A checkpoint is
  * written to a temporary folder and renamed when complete, so an interrupted run never leaves half a model.
  */
-final class DemoModels {
+public final class DemoModels {
   static final String DEFAULT = "small";
   static final long DEFAULT_SEED = 0;
 
@@ -39,7 +39,7 @@ final class DemoModels {
   }
 
   /** The cached demo checkpoint of a shipped config, made on first use. */
-  static Path ensure(String name) throws IOException {
+  public static Path ensure(String name) throws IOException {
     Path dir = home().resolve("models").resolve(name);
     if (Files.isRegularFile(dir.resolve("model.safetensors")) && Files.isRegularFile(dir.resolve("tokenizer.json"))) return dir;
     System.err.println("moemesh: making the '" + name + "' demo model in " + dir + " (once; it is cached)");
@@ -55,7 +55,7 @@ final class DemoModels {
   }
 
   /** A progress line on stderr, rewritten in place, every whole percent. */
-  static LoadProgress progress(String verb) {
+  public static LoadProgress progress(String verb) {
     return new LoadProgress() {
       private long lastPercent = -1;
 

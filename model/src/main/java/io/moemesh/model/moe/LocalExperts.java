@@ -44,6 +44,20 @@ public final class LocalExperts implements ExpertBackend {
     shared.apply(k, out, x, scratch);
   }
 
+  /** Bytes of one routed expert of {@code layerId} (all experts of a layer have one shape), 0 if none held. */
+  public long routedExpertBytes(int layerId) {
+    Mlp[] experts = routedByLayer.get(layerId);
+    if (experts == null) return 0;
+    for (Mlp e : experts) if (e != null) return e.bytes();
+    return 0;
+  }
+
+  /** Bytes of the shared experts of {@code layerId}, 0 if none. */
+  public long sharedBytes(int layerId) {
+    Mlp shared = sharedByLayer.get(layerId);
+    return shared == null ? 0 : shared.bytes();
+  }
+
   public boolean hasShared(int layerId) {
     return sharedByLayer.containsKey(layerId);
   }

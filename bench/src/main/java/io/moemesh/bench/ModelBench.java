@@ -1,0 +1,96 @@
+package io.moemesh.bench;
+
+import io.moemesh.engine.cli.DemoModels;
+import io.moemesh.kernels.NativeKernels;
+import io.moemesh.kernels.TensorArena;
+import io.moemesh.model.DeepseekModel;
+import io.moemesh.model.ForwardBatch;
+import io.moemesh.model.LatentKvCache;
+import io.moemesh.model.Precision;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.SplittableRandom;
+
+/**
+ * {@code bench model}: single-stream prefill and decode of one model in one process, at 1 and 2 threads, each
+ * against the memory roofline measured in the same run: triad bandwidth ÷ (weight bytes a decode step reads +
+ * the KV it reads). Decode is what that roofline bounds; prefill is reported against it too (as the issue asks),
+ * though a prompt's tokens share each weight read and prefill is compute-bound.
+ */
+public final class ModelBench {
+  private ModelBench() {}
+
+  public static void main(String[] argv) throws Exception {
+    var args = List.of(argv);
+    String model = option(args, "--model", null);
+    Precision precision = Precision.parse(option(args, "--precision", "int8"));
+    int promptLength = Integer.parseInt(option(args, "--prompt-len", "512"));
+    int decodeSteps = Integer.parseInt(option(args, "--decode-tokens", "64"));
+    String json = option(args, "--json", null);
+    Path dir = model != null ? Path.of(model) : DemoModels.ensure("bench");
+
+    var progress = new Progress();
+    List<Measurement> results = new ArrayList<>();
+    var triad = new StreamTriad();
+    try (var loadKernels = NativeKernels.create(2);
+        DeepseekModel loaded = DeepseekModel.load(dir, precision, loadKernels, DemoModels.progress("loading"))) {
+      long weightBytes = loaded.activeWeightBytesPerToken();
+      int[] prompt = new SplittableRandom(1).ints(promptLength, 300, 4000).toArray(); // real (non-placeholder) ids
+      for (int threads = 1; threads <= 2; threads++) {
+        double bandwidth = triad.bytesPerPass() / triad.bestSeconds(threads, 8, 2) / 1e9;
+        results.add(new Measurement("triad", StreamTriad.shape(), threads, bandwidth, "GB/s", null, null, "best of 8"));
+        try (var kernels = NativeKernels.create(threads); DeepseekModel m = loaded.withKernels(kernels)) {
+          Run run = run(m, prompt, decodeSteps);
+          long kvBytes = (long) (promptLength + decodeSteps / 2) * m.config().latentDim() * precision.kvCacheDType().byteSize()
+              * m.config().numHiddenLayers();
+          double roofline = bandwidth * 1e9 / (weightBytes + kvBytes); // tokens/s if every byte moved at triad speed
+          String shape = dir.getFileName() + " " + precision.name().toLowerCase() + ", " + (weightBytes >> 20) + " MiB/token";
+          results.add(new Measurement("decode", shape + ", ctx " + promptLength, threads, run.decodeTokensPerSecond(), "tok/s",
+              run.decodeTokensPerSecond() / roofline, "roofline", "median of " + decodeSteps + " steps"));
+          results.add(new Measurement("prefill", shape + ", prompt " + promptLength, threads, run.prefillTokensPerSecond(),
+              "tok/s", run.prefillTokensPerSecond() / roofline, "roofline", "one pass"));
+          progress.log("threads %d: prefill %.1f tok/s, decode %.1f tok/s, roofline %.1f tok/s (%.0f GB/s, %d MiB/token)",
+              threads, run.prefillTokensPerSecond(), run.decodeTokensPerSecond(), roofline, bandwidth, (weightBytes + kvBytes) >> 20);
+        }
+      }
+    }
+    System.out.println(Report.table(results));
+    if (json != null) Report.writeJson(Path.of(json), results);
+  }
+
+  record Run(double prefillTokensPerSecond, double decodeTokensPerSecond) {}
+
+  /** One prefill of {@code prompt}, then decode steps (fixed token ids: sampling is not measured) through the KV cache. */
+  static Run run(DeepseekModel model, int[] prompt, int steps) {
+    int pageSize = 64, pages = (prompt.length + steps + pageSize) / pageSize + 1;
+    int[] table = new int[pages];
+    for (int i = 0; i < pages; i++) table[i] = i;
+    try (TensorArena arena = TensorArena.open()) {
+      LatentKvCache cache = model.newCache(arena, pages, pageSize);
+      long start = System.nanoTime();
+      try (TensorArena scratch = TensorArena.confined()) {
+        model.forward(ForwardBatch.single(prompt, 0, prompt.length, table, false), cache, scratch);
+      }
+      double prefill = prompt.length / ((System.nanoTime() - start) / 1e9);
+      double[] stepSeconds = new double[steps];
+      for (int s = 0; s < steps; s++) {
+        long t0 = System.nanoTime();
+        try (TensorArena scratch = TensorArena.confined()) {
+          model.forward(ForwardBatch.single(new int[] {300 + s}, prompt.length + s, prompt.length, table, false), cache, scratch);
+        }
+        stepSeconds[s] = (System.nanoTime() - t0) / 1e9;
+      }
+      Arrays.sort(stepSeconds);
+      return new Run(prefill, 1 / stepSeconds[steps / 2]);
+    }
+  }
+
+  private static String option(List<String> args, String name, String fallback) {
+    int at = args.indexOf(name);
+    if (at < 0) return fallback;
+    if (at + 1 >= args.size()) throw new IllegalArgumentException(name + " needs a value");
+    return args.get(at + 1);
+  }
+}
