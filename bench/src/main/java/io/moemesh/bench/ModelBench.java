@@ -69,6 +69,11 @@ public final class ModelBench {
     for (int i = 0; i < pages; i++) table[i] = i;
     try (TensorArena arena = TensorArena.open()) {
       LatentKvCache cache = model.newCache(arena, pages, pageSize);
+      for (int warmup = 0; warmup < 2; warmup++) // compile the hot paths before timing: one short prompt and a step
+        try (TensorArena scratch = TensorArena.confined()) {
+          model.forward(ForwardBatch.single(Arrays.copyOf(prompt, 32), 0, 32, table, false), cache, scratch);
+          model.forward(ForwardBatch.single(new int[] {prompt[0]}, 32, 32, table, false), cache, scratch);
+        }
       long start = System.nanoTime();
       try (TensorArena scratch = TensorArena.confined()) {
         model.forward(ForwardBatch.single(prompt, 0, prompt.length, table, false), cache, scratch);

@@ -1,7 +1,6 @@
 package io.moemesh.model;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.moemesh.kernels.NativeKernels;
 import io.moemesh.kernels.Tensor;
@@ -265,58 +264,6 @@ class DeepseekModelTest {
         case INT8 -> 0.05;
       };
       assertThat(diff(mtpIncremental(model, tokens, 9), mtpOneShot(model, tokens)).relative()).isLessThan(bound);
-    }
-  }
-
-  @Nested
-  class BadInput {
-    @ParameterizedTest
-    @EnumSource(Precision.class)
-    void aTokenOutsideTheVocabularyIsAnError(Precision precision) {
-      DeepseekModel model = model(tinyBf16, precision);
-      try (TensorArena arena = TensorArena.open()) {
-        LatentKvCache cache = model.newCache(arena, 2, PAGE);
-        assertThatThrownBy(() -> model.forward(ForwardBatch.single(new int[] {3, TINY_VOCAB}, 0, 2, new int[] {0}, true), cache, arena))
-            .isInstanceOf(IllegalArgumentException.class)
-            .hasMessageContaining("token id " + TINY_VOCAB).hasMessageContaining("vocabulary [0, " + TINY_VOCAB + ")");
-        assertThatThrownBy(() -> model.forward(ForwardBatch.single(new int[] {-1}, 0, 1, new int[] {0}, true), cache, arena))
-            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("token id -1");
-      }
-    }
-  }
-
-  @Nested
-  class BadBatches {
-    @Test
-    void aBlockTableTooShortForThePositionsIsAnErrorBeforeAnyWrite() {
-      DeepseekModel model = model(tinyBf16, Precision.BF16);
-      try (TensorArena arena = TensorArena.open()) {
-        LatentKvCache cache = model.newCache(arena, 4, PAGE);
-        int[] tokens = randomTokens(TINY_VOCAB, PAGE + 1, 1);
-        assertThatThrownBy(() -> model.forward(ForwardBatch.single(tokens, 0, tokens.length, new int[] {0}, false), cache, arena))
-            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("block table has 1 page(s)");
-      }
-    }
-
-    @Test
-    void aPageOutsideTheCacheIsAnError() {
-      DeepseekModel model = model(tinyBf16, Precision.BF16);
-      try (TensorArena arena = TensorArena.open()) {
-        LatentKvCache cache = model.newCache(arena, 4, PAGE);
-        assertThatThrownBy(() -> model.forward(ForwardBatch.single(new int[] {5}, 0, 1, new int[] {4}, false), cache, arena))
-            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("page id 4").hasMessageContaining("4 pages");
-      }
-    }
-
-    @Test
-    void anMtpDepthThatDoesNotExistIsAnError() {
-      DeepseekModel model = model(tinyBf16, Precision.BF16);
-      try (TensorArena arena = TensorArena.open()) {
-        LatentKvCache cache = model.newCache(arena, 4, PAGE);
-        var batch = ForwardBatch.single(new int[] {5}, 0, 1, new int[] {0}, false);
-        assertThatThrownBy(() -> model.forwardMtp(1, batch, arena.allocate(io.moemesh.kernels.DType.F32, 1, 128), cache, arena))
-            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("MTP depth 1");
-      }
     }
   }
 
