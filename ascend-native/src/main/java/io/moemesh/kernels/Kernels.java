@@ -74,7 +74,10 @@ public interface Kernels extends AutoCloseable {
    * Absorbed MLA decode attention over a paged latent cache. For query row t and head h:
    * {@code s_j = (qLatent[t,h]·c_kv[j] + qRope[t,h]·k_pe[j]) · softmaxScale} over the first
    * {@code contextLens[t]} positions j of its pages, {@code out[t,h] = Σ_j softmax(s)_j · c_kv[j]}. The online
-   * softmax rescales by powers of two applied as integer adds to the F32 exponent (AMLA). out F32
+   * softmax is AMLA's: scores are taken in base 2 ({@code s·log2 e}), the running max M is an integer (the
+   * ceiling of the largest base-2 score so far), each weight is {@code 2^(s − M) ≤ 1}, and when M grows by Δ the
+   * accumulator and the denominator are scaled by {@code 2^−Δ} as an integer subtract of Δ from each F32
+   * exponent field (values that would turn subnormal become 0); inputs are finite. out F32
    * (nq, heads, kvLoraRank); qLatent F32 (nq, heads, kvLoraRank); qRope F32 (nq, heads, ropeDim).
    */
   void mlaDecode(Tensor out, Tensor qLatent, Tensor qRope, PagedLatentKv kv, float softmaxScale);

@@ -67,24 +67,23 @@ public final class ModelBench {
     int pageSize = 64, pages = (prompt.length + steps + pageSize) / pageSize + 1;
     int[] table = new int[pages];
     for (int i = 0; i < pages; i++) table[i] = i;
-    try (TensorArena arena = TensorArena.open()) {
+    try (TensorArena arena = TensorArena.open(); TensorArena scratch = TensorArena.workspace()) {
       LatentKvCache cache = model.newCache(arena, pages, pageSize);
-      for (int warmup = 0; warmup < 2; warmup++) // compile the hot paths before timing: one short prompt and a step
-        try (TensorArena scratch = TensorArena.confined()) {
-          model.forward(ForwardBatch.single(Arrays.copyOf(prompt, 32), 0, 32, table, false), cache, scratch);
-          model.forward(ForwardBatch.single(new int[] {prompt[0]}, 32, 32, table, false), cache, scratch);
-        }
-      long start = System.nanoTime();
-      try (TensorArena scratch = TensorArena.confined()) {
-        model.forward(ForwardBatch.single(prompt, 0, prompt.length, table, false), cache, scratch);
+      for (int warmup = 0; warmup < 2; warmup++) { // compile the hot paths before timing: a short prompt and a step
+        scratch.reset();
+        model.forward(ForwardBatch.single(Arrays.copyOf(prompt, 32), 0, 32, table, false), cache, scratch);
+        scratch.reset();
+        model.forward(ForwardBatch.single(new int[] {prompt[0]}, 32, 32, table, false), cache, scratch);
       }
+      scratch.reset();
+      long start = System.nanoTime();
+      model.forward(ForwardBatch.single(prompt, 0, prompt.length, table, false), cache, scratch);
       double prefill = prompt.length / ((System.nanoTime() - start) / 1e9);
       double[] stepSeconds = new double[steps];
       for (int s = 0; s < steps; s++) {
         long t0 = System.nanoTime();
-        try (TensorArena scratch = TensorArena.confined()) {
-          model.forward(ForwardBatch.single(new int[] {300 + s}, prompt.length + s, prompt.length, table, false), cache, scratch);
-        }
+        scratch.reset();
+        model.forward(ForwardBatch.single(new int[] {300 + s}, prompt.length + s, prompt.length, table, false), cache, scratch);
         stepSeconds[s] = (System.nanoTime() - t0) / 1e9;
       }
       Arrays.sort(stepSeconds);

@@ -61,7 +61,7 @@ final class ModelLoader {
     Linear wkvA = w.linear(p + "kv_a_proj_with_mqa", rank + c.qkRopeHeadDim(), dim, true);
     Tensor kvNorm = w.f32(p + "kv_a_layernorm.weight", rank);
     Tensor kvB = w.matrix(p + "kv_b_proj.weight", heads * (nope + v), rank); // (heads * (nope + v), rank)
-    Linear wkvB = precision == Precision.INT8 ? w.linear(p + "kv_b_proj", heads * (nope + v), rank, true) : new Linear(kvB, null);
+    Linear wkvB = precision == Precision.INT8 ? w.quantize(kvB) : new Linear(kvB, null); // naive form; absorbed below
     Tensor wUkT = w.allocate(kvB.dtype(), heads, rank, nope);
     Tensor wUv = w.allocate(kvB.dtype(), heads, v, rank);
     for (int h = 0; h < heads; h++) {

@@ -99,6 +99,14 @@ final class WeightLoader {
     return new Linear(q, scales);
   }
 
+  /** An A8W8 projection from a float matrix already loaded (read once, used in two forms). */
+  Linear quantize(Tensor matrix) {
+    Tensor q = arena.allocate(DType.I8, matrix.shape());
+    Tensor scales = arena.allocate(DType.F32, matrix.dim(0));
+    kernels.quantizeRows(q, scales, matrix);
+    return new Linear(q, scales);
+  }
+
   private void dequantize(String name, TensorInfo info, Tensor out) {
     var quant = config.quantization();
     if (quant == null)

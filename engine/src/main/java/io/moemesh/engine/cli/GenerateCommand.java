@@ -87,27 +87,26 @@ final class GenerateCommand {
 
     long start = System.nanoTime(), firstToken = 0;
     float[] last;
-    try (TensorArena scratch = TensorArena.confined()) {
+    try (TensorArena scratch = TensorArena.workspace()) { // one step's temporaries, rewound every step
       var out = model.forward(ForwardBatch.single(prompt, 0, prompt.length, blocks, logitsOut != null), cache, scratch);
       float[] all = out.logits().toFloatArray();
       for (int r = 0; r < all.length / vocab; r++) logitRows.add(Arrays.copyOfRange(all, r * vocab, (r + 1) * vocab));
       last = Arrays.copyOfRange(all, all.length - vocab, all.length);
-    }
-    for (int step = 0; step < maxNew; step++) {
-      int token = sampler.sample(last, history).tokenId();
-      if (step == 0) firstToken = System.nanoTime();
-      generated.add(token);
-      history.addGenerated(token);
-      System.out.print(detok.add(token));
-      System.out.flush();
-      boolean stop = (!params.ignoreEos() && model.config().isEos(token)) || params.stopTokenIds().contains(token);
-      if (stop || step == maxNew - 1) break;
-      try (TensorArena scratch = TensorArena.confined()) {
+      for (int step = 0; step < maxNew; step++) {
+        int token = sampler.sample(last, history).tokenId();
+        if (step == 0) firstToken = System.nanoTime();
+        generated.add(token);
+        history.addGenerated(token);
+        System.out.print(detok.add(token));
+        System.out.flush();
+        boolean stop = (!params.ignoreEos() && model.config().isEos(token)) || params.stopTokenIds().contains(token);
+        if (stop || step == maxNew - 1) break;
+        scratch.reset();
         int position = prompt.length + step;
         last = model.forward(ForwardBatch.single(new int[] {token}, position, prompt.length, blocks, false), cache, scratch)
             .logits().toFloatArray();
+        if (logitsOut != null) logitRows.add(last);
       }
-      if (logitsOut != null) logitRows.add(last);
     }
     System.out.println(detok.finish());
     long end = System.nanoTime();

@@ -1,0 +1,46 @@
+package io.moemesh.kernels;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import org.junit.jupiter.api.Test;
+
+/** {@link TensorArena#workspace()}: step scratch that is reused, zeroed, aligned, and grows when a step needs more. */
+class WorkspaceTest {
+  @Test
+  void allocationsAreZeroedAlignedAndReusedAfterReset() {
+    try (var ws = TensorArena.workspace()) {
+      Tensor a = ws.allocate(DType.F32, 3, 5);
+      a.copyFrom(new float[15]);
+      a.setFloat(7, 42f);
+      Tensor b = ws.allocate(DType.I8, 13);
+      assertThat(a.isAligned(TensorArena.ALIGNMENT)).isTrue();
+      assertThat(b.isAligned(TensorArena.ALIGNMENT)).isTrue();
+      ws.reset();
+      Tensor again = ws.allocate(DType.F32, 3, 5);
+      assertThat(again.isAligned(TensorArena.ALIGNMENT)).isTrue();
+      assertThat(again.toFloatArray()).containsOnly(0f); // same memory as a, zeroed again
+    }
+  }
+
+  @Test
+  void aStepLargerThanTheBlockGrowsItAndKeepsEarlierTensorsOfTheStep() {
+    try (var ws = TensorArena.workspace()) {
+      Tensor small = ws.allocate(DType.F32, 1000);
+      small.setFloat(999, 1.5f);
+      Tensor big = ws.allocate(DType.F32, 1 << 20); // 4 MiB: past the first block
+      big.setFloat((1 << 20) - 1, 2.5f);
+      assertThat(small.getFloat(999)).isEqualTo(1.5f);
+      assertThat(big.getFloat((1 << 20) - 1)).isEqualTo(2.5f);
+      ws.reset();
+      assertThat(ws.allocate(DType.F32, 1 << 20).getFloat(0)).isZero();
+    }
+  }
+
+  @Test
+  void resetIsOnlyForWorkspaces() {
+    try (var arena = TensorArena.open()) {
+      assertThatThrownBy(arena::reset).isInstanceOf(IllegalStateException.class).hasMessageContaining("workspaces");
+    }
+  }
+}
