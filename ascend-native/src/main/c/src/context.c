@@ -33,6 +33,15 @@ typedef struct {
   int32_t index; /* 1..num_workers; the caller is part 0 */
 } mk_worker_arg;
 
+/* A polite busy-wait step: tells the core we are spinning (frees issue slots for the other hyperthread). */
+static inline void spin_pause(void) {
+#if defined(__x86_64__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ volatile("yield");
+#endif
+}
+
 static int64_t now_nanos(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -55,8 +64,11 @@ static void *worker_main(void *raw) {
   for (;;) {
     int64_t spin_until = now_nanos() + MK_SPIN_NANOS;
     uint_fast64_t g;
-    while ((g = atomic_load_explicit(&p->generation, memory_order_acquire)) == seen && !atomic_load(&p->stop)) {
-      if (now_nanos() > spin_until) {
+    for (uint32_t spins = 1;; spins++) {
+      g = atomic_load_explicit(&p->generation, memory_order_acquire);
+      if (g != seen || atomic_load(&p->stop)) break;
+      spin_pause();
+      if ((spins & 255) == 0 && now_nanos() > spin_until) { /* the clock only every 256 spins */
         pthread_mutex_lock(&p->lock);
         while (atomic_load(&p->generation) == seen && !atomic_load(&p->stop)) pthread_cond_wait(&p->wake, &p->lock);
         pthread_mutex_unlock(&p->lock);
@@ -93,8 +105,7 @@ void mk_parallel_for(mk_context *ctx, int64_t n, int64_t grain, int64_t work, mk
   pthread_cond_broadcast(&p->wake);
   pthread_mutex_unlock(&p->lock);
   run_part(p, 0);
-  while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) {
-  }
+  while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) spin_pause();
   pthread_mutex_unlock(&p->call_lock);
 }
 

@@ -1,5 +1,13 @@
 package io.moemesh.kernels;
 
+import static io.moemesh.kernels.ReferenceRows.byteRow;
+import static io.moemesh.kernels.ReferenceRows.dot;
+import static io.moemesh.kernels.ReferenceRows.elements;
+import static io.moemesh.kernels.ReferenceRows.ints;
+import static io.moemesh.kernels.ReferenceRows.row;
+import static io.moemesh.kernels.ReferenceRows.store;
+import static io.moemesh.kernels.ReferenceRows.storeBytes;
+
 /**
  * The spec: every op of {@link Kernels} in plain scalar Java, one loop nest per formula, readable next to
  * DeepSeek-V3's {@code inference/model.py}. Every other implementation is tested against this one
@@ -12,11 +20,12 @@ package io.moemesh.kernels;
  * <p>Each op reads a row into a Java array, computes on arrays and writes the row back, so an output may
  * alias its input where the op allows it, and no row ever sees another. Index inputs (positions, page ids,
  * expert rows) are all checked before anything is written.
+ *
+ * <p>This class is the list of ops. The longer formulas live beside it: the MoE gate's routing in
+ * {@link ReferenceGate}, the attention softmaxes (AMLA's for mlaDecode) in {@link ReferenceAttention}, and
+ * the row reads and writes and the F32 dot product in {@link ReferenceRows}.
  */
 public final class ReferenceKernels extends ValidatingKernels {
-  /** log₂ e as an F32: AMLA's scores live in base 2. */
-  static final float LOG2_E = (float) (1 / Math.log(2));
-
   @Override
   public String name() {
     return "reference";
@@ -139,7 +148,7 @@ public final class ReferenceKernels extends ValidatingKernels {
   protected void doMoeGate(Tensor expertIds, Tensor weights, Tensor logits, Tensor bias, GateParams params) {
     float[] b = bias == null ? null : elements(bias);
     for (long t = 0; t < logits.numRows(); t++) {
-      Route route = route(row(logits, t), b, params);
+      var route = ReferenceGate.route(row(logits, t), b, params);
       for (int k = 0; k < params.topk(); k++) {
         expertIds.setInt(t * params.topk() + k, route.expertIds()[k]);
         weights.setFloat(t * params.topk() + k, route.weights()[k]);
@@ -150,11 +159,11 @@ public final class ReferenceKernels extends ValidatingKernels {
   @Override
   protected void doMlaDecode(Tensor out, Tensor qLatent, Tensor qRope, PagedLatentKv kv, float softmaxScale) {
     int heads = qLatent.dim(1);
-    Sequence[] sequences = sequences(kv, qLatent.dim(0)); // every row checked before anything is written
+    var sequences = ReferenceAttention.sequences(kv, qLatent.dim(0)); // every row checked before anything is written
     for (int t = 0; t < sequences.length; t++) {
       for (int h = 0; h < heads; h++) {
         long r = (long) t * heads + h;
-        store(out, r, attend(row(qLatent, r), row(qRope, r), kv, sequences[t], softmaxScale));
+        store(out, r, ReferenceAttention.attend(row(qLatent, r), row(qRope, r), kv, sequences[t], softmaxScale));
       }
     }
   }
@@ -179,7 +188,7 @@ public final class ReferenceKernels extends ValidatingKernels {
         float[] query = row(q, (long) t * heads + h);
         float[] p = new float[lens[t]];
         for (int j = 0; j < p.length; j++) p[j] = dot(query, row(k, (long) j * heads + h), 0) * softmaxScale;
-        softmax(p);
+        ReferenceAttention.softmax(p);
         float[] o = new float[v.rowLength()];
         for (int j = 0; j < p.length; j++) {
           float[] value = row(v, (long) j * heads + h);
@@ -188,18 +197,6 @@ public final class ReferenceKernels extends ValidatingKernels {
         store(out, (long) t * heads + h, o);
       }
     }
-  }
-
-  /** In place: s_j ← e^(s_j − max s) / Σ e^(s − max s), all in F32, sums in index order. */
-  private static void softmax(float[] s) {
-    float max = Float.NEGATIVE_INFINITY;
-    for (float v : s) max = Math.max(max, v);
-    float sum = 0f;
-    for (int j = 0; j < s.length; j++) {
-      s[j] = (float) Math.exp(s[j] - max);
-      sum += s[j];
-    }
-    for (int j = 0; j < s.length; j++) s[j] = s[j] / sum;
   }
 
   /** out = a + b in F32; out may alias a or b (each row is read before it is written). */
@@ -262,220 +259,12 @@ public final class ReferenceKernels extends ValidatingKernels {
     return new QuantizedRow(q, amax / 127f);
   }
 
-  // ---- MoE gate -------------------------------------------------------------------------------------------
-
-  record Route(int[] expertIds, float[] weights) {}
-
-  /**
-   * DeepSeek-V3's {@code Gate.forward} for one token, sigmoid scoring:
-   * <pre>
-   * scores = σ(logits)                       original = scores (the weights come from these)
-   * selection = scores + bias                (bias only steers the choice)
-   * groups: score = top-2 sum of selection (without a bias: the group's max, as DeepSeek's reference);
-   *         keep the best topkGroup groups (ties: lower group first)
-   * ids = top-k of selection over the kept experts, descending (ties: lower expert id first)
-   * weights = original[ids] (/ their sum, if normTopkProb, summed in selection order) · routedScalingFactor
-   * </pre>
-   */
-  static Route route(float[] logits, float[] bias, GateParams p) {
-    int experts = logits.length;
-    float[] scores = new float[experts];
-    float[] selection = new float[experts];
-    for (int e = 0; e < experts; e++) {
-      scores[e] = 1f / (1f + (float) Math.exp(-logits[e]));
-      selection[e] = bias == null ? scores[e] : scores[e] + bias[e];
-    }
-    boolean[] candidate = keptGroups(selection, bias != null, p);
-    int[] ids = new int[p.topk()];
-    for (int k = 0; k < ids.length; k++) {
-      ids[k] = argmax(selection, candidate);
-      candidate[ids[k]] = false;
-    }
-    float[] weights = new float[ids.length];
-    for (int k = 0; k < ids.length; k++) weights[k] = scores[ids[k]];
-    if (p.normTopkProb()) {
-      float sum = 0f;
-      for (float w : weights) sum += w;
-      for (int k = 0; k < weights.length; k++) weights[k] = weights[k] / sum;
-    }
-    for (int k = 0; k < weights.length; k++) weights[k] = weights[k] * p.routedScalingFactor();
-    return new Route(ids, weights);
-  }
-
-  /**
-   * Which experts stay selectable: all of them, or those of the topkGroup best groups, a group scored by the
-   * sum of its two best selection scores ({@code topTwo}) or by its best one.
-   */
-  private static boolean[] keptGroups(float[] selection, boolean topTwo, GateParams p) {
-    boolean[] kept = new boolean[selection.length];
-    int perGroup = selection.length / p.nGroup();
-    if (p.nGroup() == 1) {
-      java.util.Arrays.fill(kept, true);
-      return kept;
-    }
-    float[] groupScores = new float[p.nGroup()];
-    for (int g = 0; g < p.nGroup(); g++) {
-      float first = Float.NEGATIVE_INFINITY;
-      float second = Float.NEGATIVE_INFINITY;
-      for (int e = g * perGroup; e < (g + 1) * perGroup; e++) {
-        if (selection[e] > first) {
-          second = first;
-          first = selection[e];
-        } else if (selection[e] > second) {
-          second = selection[e];
-        }
-      }
-      groupScores[g] = topTwo ? first + second : first;
-    }
-    boolean[] open = new boolean[p.nGroup()];
-    java.util.Arrays.fill(open, true);
-    for (int i = 0; i < p.topkGroup(); i++) {
-      int g = argmax(groupScores, open);
-      open[g] = false;
-      java.util.Arrays.fill(kept, g * perGroup, (g + 1) * perGroup, true);
-    }
-    return kept;
-  }
-
-  /** Index of the largest {@code values[i]} with {@code allowed[i]}; on ties the lowest index. */
-  private static int argmax(float[] values, boolean[] allowed) {
-    int best = -1;
-    for (int i = 0; i < values.length; i++) {
-      if (allowed[i] && (best < 0 || values[i] > values[best])) best = i;
-    }
-    return best;
-  }
-
-  // ---- MLA decode -----------------------------------------------------------------------------------------
-
-  /** The positions query row t sees: {@code length} tokens on {@code pageIds} (one per pageSize tokens). */
-  private record Sequence(int length, int[] pageIds) {}
-
-  /** Reads and checks every row's context length and the page ids it uses. */
-  private static Sequence[] sequences(PagedLatentKv kv, int nq) {
-    int pageSize = kv.pageSize();
-    int numPages = kv.pages().dim(0);
-    int maxPages = kv.blockTable().rowLength();
-    long capacity = (long) maxPages * pageSize;
-    Sequence[] sequences = new Sequence[nq];
-    for (int t = 0; t < nq; t++) {
-      int length = kv.contextLens().getInt(t);
-      if (length < 1 || length > capacity)
-        throw new KernelException("mlaDecode", "row " + t + ": context length " + length + " is outside [1, "
-            + capacity + "] (" + maxPages + " pages of " + pageSize + ")");
-      int[] pageIds = new int[(length + pageSize - 1) / pageSize];
-      for (int b = 0; b < pageIds.length; b++) {
-        pageIds[b] = kv.blockTable().getInt((long) t * maxPages + b);
-        if (pageIds[b] < 0 || pageIds[b] >= numPages)
-          throw new KernelException("mlaDecode", "row " + t + ": page id " + pageIds[b] + " at block " + b
-              + " is outside [0, " + numPages + ")");
-      }
-      sequences[t] = new Sequence(length, pageIds);
-    }
-    return sequences;
-  }
-
-  /**
-   * One query head against its sequence: softmax attention over the latent cache with the online softmax
-   * in AMLA form ("multiplication to addition"). Scores move to base 2 (s2 = score·log₂e, F32); the running
-   * max m is an integer, ceil of the largest s2 so far, so every weight p = 2^(s2 − m) is ≤ 1 and growing
-   * m by Δ rescales the sums by exactly 2^−Δ, which {@link #timesPowerOfTwo} applies as an integer
-   * subtraction on the F32 exponents instead of a multiply. Positions are taken in order 0 … length-1.
-   *
-   * @return out = o / l, i.e. Σ_j softmax(s)_j · c_kv[j]  (kvLoraRank)
-   */
-  private static float[] attend(float[] qLatent, float[] qRope, PagedLatentKv kv, Sequence seq, float softmaxScale) {
-    int rank = qLatent.length;
-    int pageSize = kv.pageSize();
-    float[] o = new float[rank]; // Σ_j 2^(s2_j − m) · c_kv[j]
-    float l = 0f;                // Σ_j 2^(s2_j − m)
-    int m = 0;                   // ceil(max_j s2_j), set by position 0
-    for (int p = 0; p < seq.length(); p++) {
-      long page = seq.pageIds()[p / pageSize];
-      float[] token = row(kv.pages(), page * pageSize + p % pageSize); // c_kv ‖ k_pe
-      float score = (dot(qLatent, token, 0) + dot(qRope, token, rank)) * softmaxScale;
-      float s2 = score * LOG2_E;
-      int ceil = (int) Math.ceil(s2);
-      if (p == 0) m = ceil;
-      if (ceil > m) { // the max grew by delta: rescale what was summed by 2^-delta
-        int delta = ceil - m;
-        l = timesPowerOfTwo(l, delta);
-        for (int i = 0; i < rank; i++) o[i] = timesPowerOfTwo(o[i], delta);
-        m = ceil;
-      }
-      float weight = (float) Math.pow(2, s2 - m); // exp2 of an F32 difference, ≤ 1
-      l += weight;
-      for (int i = 0; i < rank; i++) o[i] += weight * token[i];
-    }
-    for (int i = 0; i < rank; i++) o[i] = o[i] / l;
-    return o;
-  }
-
-  /**
-   * {@code x · 2^-delta} for delta ≥ 1 as AMLA computes it: delta is subtracted from the F32 exponent field
-   * (one integer subtraction of {@code delta << 23} on the raw bits). When the exponent would drop to 0 or
-   * below, the result is flushed to 0.0f; 0.0f (and any subnormal) therefore gives 0.0f. x is finite.
-   */
-  static float timesPowerOfTwo(float x, int delta) {
-    int bits = Float.floatToRawIntBits(x);
-    int exponent = (bits >>> 23) & 0xFF;
-    if (exponent - delta <= 0) return 0f;
-    return Float.intBitsToFloat(bits - (delta << 23));
-  }
-
   // ---- helpers --------------------------------------------------------------------------------------------
-
-  /** Σ_j a[j]·b[offset + j] in F32, j = 0 … a.length-1 in order. */
-  private static float dot(float[] a, float[] b, int offset) {
-    float acc = 0f;
-    for (int j = 0; j < a.length; j++) acc += a[j] * b[offset + j];
-    return acc;
-  }
 
   private static void checkRows(String op, int[] rows, long numRows) {
     for (int i = 0; i < rows.length; i++) {
       if (rows[i] < 0 || rows[i] >= numRows)
         throw new KernelException(op, "rows[" + i + "] = " + rows[i] + " is outside [0, " + numRows + ")");
     }
-  }
-
-  /** Row r of t read as a matrix, as floats (BF16 and FP8 decoded). */
-  private static float[] row(Tensor t, long r) {
-    float[] v = new float[t.rowLength()];
-    long base = r * v.length;
-    for (int j = 0; j < v.length; j++) v[j] = t.getFloat(base + j);
-    return v;
-  }
-
-  private static byte[] byteRow(Tensor t, long r) {
-    byte[] v = new byte[t.rowLength()];
-    long base = r * v.length;
-    for (int j = 0; j < v.length; j++) v[j] = t.getByte(base + j);
-    return v;
-  }
-
-  /** All elements of a (small) tensor as floats, in logical order. */
-  private static float[] elements(Tensor t) {
-    float[] v = new float[Math.toIntExact(t.numElements())];
-    for (int i = 0; i < v.length; i++) v[i] = t.getFloat(i);
-    return v;
-  }
-
-  /** All elements of an I32 tensor, in logical order. */
-  private static int[] ints(Tensor t) {
-    int[] v = new int[Math.toIntExact(t.numElements())];
-    for (int i = 0; i < v.length; i++) v[i] = t.getInt(i);
-    return v;
-  }
-
-  /** Writes row r of t (F32, or BF16 rounded to nearest even). */
-  private static void store(Tensor t, long r, float[] values) {
-    long base = r * values.length;
-    for (int j = 0; j < values.length; j++) t.setFloat(base + j, values[j]);
-  }
-
-  private static void storeBytes(Tensor t, long r, byte[] values) {
-    long base = r * values.length;
-    for (int j = 0; j < values.length; j++) t.setByte(base + j, values[j]);
   }
 }

@@ -1,0 +1,316 @@
+package io.moemesh.kernels;
+
+import static io.moemesh.kernels.ContractBase.rowsByLength;
+import static io.moemesh.kernels.ContractBase.rowsByLengthFrom;
+import static io.moemesh.kernels.ContractBase.seed;
+import static io.moemesh.kernels.DType.BF16;
+import static io.moemesh.kernels.DType.F32;
+import static io.moemesh.kernels.TestTensors.assertBitEqual;
+import static io.moemesh.kernels.TestTensors.garbage;
+import static io.moemesh.kernels.TestTensors.int8;
+import static io.moemesh.kernels.TestTensors.rowScaled;
+import static io.moemesh.kernels.TestTensors.uniform;
+
+import io.moemesh.kernels.ContractChecks.Call;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * The contract of the row-wise ops — rmsNorm, rope, siluMul, add, convert — one interface per op, run as a
+ * {@code @Nested} group of {@link KernelsContract}. add and convert must match the reference bit for bit; the
+ * others within tolerance of |expected| (rope: of its pair's magnitude).
+ */
+final class RowOpsContract {
+  private RowOpsContract() {}
+
+  interface RmsNorm extends ContractBase {
+    static Stream<Arguments> shapes() {
+      return rowsByLength();
+    }
+
+    static Call call() {
+      return (k, out, in) -> k.rmsNorm(out[0], in[0], in[1], 1e-6f);
+    }
+
+    private Tensor[] inputs(Random random, int n, int d) {
+      return new Tensor[] {rowScaled(arena(), random, F32, n, d), uniform(arena(), random, F32, 2, d)};
+    }
+
+    @ParameterizedTest(name = "x ({0}, {1})")
+    @MethodSource("shapes")
+    default void matchesReferenceWithinToleranceOfResult(int n, int d) {
+      assertElementwiseClose("rmsNorm", call(), inputs(new Random(seed(n, d)), n, d), garbage(arena(), F32, n, d));
+    }
+
+    @Test
+    default void inPlaceEqualsOutOfPlace() {
+      Tensor[] in = inputs(new Random(16), 5, 67);
+      Tensor apart = check().actual("rmsNorm", call(), in, garbage(arena(), F32, 5, 67))[0];
+      Tensor inPlace = check().actual("rmsNorm", (k, out, none) -> k.rmsNorm(out[0], out[0], in[1], 1e-6f), null, in[0])[0];
+      assertBitEqual(inPlace, apart, "rmsNorm in place");
+    }
+
+    @Test
+    default void rowsAreIndependentOfTheBatch() {
+      Tensor[] in = inputs(new Random(17), 17, 64);
+      check().rowsIndependent("rmsNorm", (k, out, from, to) -> k.rmsNorm(out[0], in[0].rows(from, to), in[1], 1e-6f), 17,
+          garbage(arena(), F32, 17, 64));
+    }
+
+    @Test
+    default void acceptsRowStridedViews() {
+      check().viewsAgree("rmsNorm", call(), inputs(new Random(18), 5, 67), new Tensor[] {garbage(arena(), F32, 5, 67)});
+    }
+
+    @Test
+    default void rejectsWrongDtypesShapesAndEps() {
+      TensorArena arena = arena();
+      Tensor out = garbage(arena, F32, 3, 8);
+      Tensor[] in = inputs(new Random(19), 3, 8);
+      var random = new Random(20);
+      check().rejected("rmsNorm", k -> k.rmsNorm(out, in[0], uniform(arena, random, F32, 1, 7), 1e-6f), out);
+      check().rejected("rmsNorm", k -> k.rmsNorm(out, uniform(arena, random, BF16, 1, 3, 8), in[1], 1e-6f), out);
+      check().rejected("rmsNorm", k -> k.rmsNorm(out, in[0], in[1], 0f), out);
+    }
+  }
+
+  interface Rope extends ContractBase {
+    int MAX_POSITIONS = 1000;
+
+    static Stream<Arguments> shapes() {
+      List<Arguments> cases = new ArrayList<>();
+      for (int n : ROWS) for (int heads : new int[] {0, 1, 3}) for (int d : new int[] {2, 8, 64})
+        cases.add(Arguments.of(n, heads, d));
+      return cases.stream();
+    }
+
+    static Call call() {
+      return (k, out, in) -> k.rope(out[0], in[0], new RopeTable(in[1], in[2]));
+    }
+
+    /** x (n, d) when heads = 0, else (n, heads, d); positions; the cos and sin tables (DeepSeek's base 10000). */
+    private Tensor[] inputs(Random random, int n, int heads, int d) {
+      float[] freqs = new float[d / 2];
+      for (int i = 0; i < freqs.length; i++) freqs[i] = (float) Math.pow(10000, -2.0 * i / d);
+      RopeTable table = RopeTable.of(arena(), freqs, MAX_POSITIONS);
+      Tensor x = heads == 0 ? uniform(arena(), random, F32, 4, n, d) : uniform(arena(), random, F32, 4, n, heads, d);
+      return new Tensor[] {x, TestTensors.ints(arena(), random, 0, MAX_POSITIONS, n), table.cos(), table.sin()};
+    }
+
+    @ParameterizedTest(name = "n {0}, heads {1}, d {2}")
+    @MethodSource("shapes")
+    default void matchesReferenceWithinToleranceOfPairMagnitude(int n, int heads, int d) {
+      Tensor[] xAndTable = inputs(new Random(seed(n, heads, d)), n, heads, d);
+      Tensor x = xAndTable[0];
+      Tensor[] in = {xAndTable[1], xAndTable[2], xAndTable[3]};
+      Tensor actual = check().actual("rope", call(), in, x)[0];
+      Tensor expected = check().expected(call(), in, x)[0];
+      float[] v = x.toFloatArray();
+      double[] magnitude = new double[v.length];
+      for (int i = 0; i < v.length; i++) magnitude[i] = Math.abs(v[i & ~1]) + Math.abs(v[i | 1]);
+      assertWithinTolerance("rope", actual, expected, magnitude);
+    }
+
+    @Test
+    default void rowsAreIndependentOfTheBatch() {
+      Tensor[] in = inputs(new Random(21), 17, 3, 64);
+      RopeTable table = new RopeTable(in[2], in[3]);
+      check().rowsIndependent("rope", (k, out, from, to) -> k.rope(out[0], in[1].rows(from, to), table), 17, in[0]);
+    }
+
+    @Test
+    default void acceptsRowStridedViews() {
+      Tensor[] in = inputs(new Random(22), 5, 3, 16);
+      check().viewsAgree("rope", call(), new Tensor[] {in[1], in[2], in[3]}, new Tensor[] {in[0]}, in[2], in[3]);
+    }
+
+    @Test
+    default void rejectsPositionsOutsideTheTableWritingNothing() {
+      TensorArena arena = arena();
+      Tensor[] in = inputs(new Random(23), 3, 2, 8);
+      RopeTable table = new RopeTable(in[2], in[3]);
+      Tensor x = in[0];
+      for (int bad : new int[] {-1, MAX_POSITIONS}) {
+        Tensor positions = arena.ofInts(new int[] {0, 5, bad}, 3);
+        check().rejected("rope", k -> k.rope(x, positions, table), x);
+      }
+      check().rejected("rope", k -> k.rope(x, arena.ofInts(new int[] {0, 1}, 2), table), x);
+      Tensor wide = uniform(arena, new Random(24), F32, 1, 3, 2, 10);
+      check().rejected("rope", k -> k.rope(wide, in[1], table), wide);
+      // The tables must be contiguous (the C side takes them without a row stride).
+      RopeTable strided = new RopeTable(TestTensors.strided(arena, in[2]).view(), TestTensors.strided(arena, in[3]).view());
+      check().rejected("rope", k -> k.rope(x, in[1], strided), x);
+    }
+  }
+
+  interface SiluMul extends ContractBase {
+    static Stream<Arguments> shapes() {
+      return rowsByLength();
+    }
+
+    static Call call() {
+      return (k, out, in) -> k.siluMul(out[0], in[0], in[1]);
+    }
+
+    /** gate mostly in ±20, every 7th element ±100 (e^100 overflows F32); up in ±2. */
+    private Tensor[] inputs(Random random, int n, int d) {
+      Tensor gate = uniform(arena(), random, F32, 20, n, d);
+      for (long i = 0; i < gate.numElements(); i += 7) gate.setFloat(i, random.nextBoolean() ? 100f : -100f);
+      return new Tensor[] {gate, uniform(arena(), random, F32, 2, n, d)};
+    }
+
+    @ParameterizedTest(name = "({0}, {1})")
+    @MethodSource("shapes")
+    default void matchesReferenceWithinToleranceOfResult(int n, int d) {
+      assertElementwiseClose("siluMul", call(), inputs(new Random(seed(n, d)), n, d), garbage(arena(), F32, n, d));
+    }
+
+    @Test
+    default void inPlaceEqualsOutOfPlace() {
+      Tensor[] in = inputs(new Random(25), 5, 67);
+      Tensor apart = check().actual("siluMul", call(), in, garbage(arena(), F32, 5, 67))[0];
+      Tensor intoGate = check().actual("siluMul", (k, out, none) -> k.siluMul(out[0], out[0], in[1]), null, in[0])[0];
+      Tensor intoUp = check().actual("siluMul", (k, out, none) -> k.siluMul(out[0], in[0], out[0]), null, in[1])[0];
+      assertBitEqual(intoGate, apart, "siluMul into gate");
+      assertBitEqual(intoUp, apart, "siluMul into up");
+    }
+
+    @Test
+    default void rowsAreIndependentOfTheBatch() {
+      Tensor[] in = inputs(new Random(26), 17, 64);
+      check().rowsIndependent("siluMul",
+          (k, out, from, to) -> k.siluMul(out[0], in[0].rows(from, to), in[1].rows(from, to)), 17,
+          garbage(arena(), F32, 17, 64));
+    }
+
+    @Test
+    default void acceptsRowStridedViews() {
+      check().viewsAgree("siluMul", call(), inputs(new Random(27), 5, 67), new Tensor[] {garbage(arena(), F32, 5, 67)});
+    }
+
+    @Test
+    default void rejectsWrongDtypesAndShapes() {
+      TensorArena arena = arena();
+      Tensor out = garbage(arena, F32, 3, 8);
+      Tensor[] in = inputs(new Random(28), 3, 8);
+      var random = new Random(29);
+      check().rejected("siluMul", k -> k.siluMul(out, in[0], uniform(arena, random, F32, 1, 3, 9)), out);
+      check().rejected("siluMul", k -> k.siluMul(out, uniform(arena, random, BF16, 1, 3, 8), in[1]), out);
+    }
+  }
+
+  interface Add extends ContractBase {
+    static Stream<Arguments> shapes() {
+      return rowsByLength();
+    }
+
+    static Call call() {
+      return (k, out, in) -> k.add(out[0], in[0], in[1]);
+    }
+
+    private Tensor[] inputs(Random random, int n, int d) {
+      return new Tensor[] {rowScaled(arena(), random, F32, n, d), rowScaled(arena(), random, F32, n, d)};
+    }
+
+    @ParameterizedTest(name = "({0}, {1})")
+    @MethodSource("shapes")
+    default void matchesReferenceBitForBit(int n, int d) {
+      check().exact("add", call(), inputs(new Random(seed(n, d)), n, d), garbage(arena(), F32, n, d));
+    }
+
+    @Test
+    default void inPlaceEqualsOutOfPlace() {
+      Tensor[] in = inputs(new Random(51), 5, 67);
+      Tensor apart = check().actual("add", call(), in, garbage(arena(), F32, 5, 67))[0];
+      Tensor intoA = check().actual("add", (k, out, none) -> k.add(out[0], out[0], in[1]), null, in[0])[0];
+      Tensor intoB = check().actual("add", (k, out, none) -> k.add(out[0], in[0], out[0]), null, in[1])[0];
+      assertBitEqual(intoA, apart, "add into a");
+      assertBitEqual(intoB, apart, "add into b");
+    }
+
+    @Test
+    default void rowsAreIndependentOfTheBatch() {
+      Tensor[] in = inputs(new Random(52), 17, 64);
+      check().rowsIndependent("add", (k, out, from, to) -> k.add(out[0], in[0].rows(from, to), in[1].rows(from, to)), 17,
+          garbage(arena(), F32, 17, 64));
+    }
+
+    @Test
+    default void acceptsRowStridedViews() {
+      check().viewsAgree("add", call(), inputs(new Random(53), 5, 67), new Tensor[] {garbage(arena(), F32, 5, 67)});
+    }
+
+    @Test
+    default void rejectsWrongDtypesAndShapes() {
+      TensorArena arena = arena();
+      var random = new Random(54);
+      Tensor out = garbage(arena, F32, 3, 8);
+      Tensor[] in = inputs(random, 3, 8);
+      check().rejected("add", k -> k.add(out, in[0], uniform(arena, random, F32, 1, 3, 9)), out);
+      check().rejected("add", k -> k.add(out, uniform(arena, random, BF16, 1, 3, 8), in[1]), out);
+    }
+  }
+
+  interface Convert extends ContractBase {
+    static Stream<Arguments> shapes() {
+      return rowsByLengthFrom(F32, BF16);
+    }
+
+    static Call call() {
+      return (k, out, in) -> k.convert(out[0], in[0]);
+    }
+
+    /** Every bit pattern equally likely: NaNs, infinities, subnormals, ties and signed zeros all appear. */
+    private static Tensor randomBits(TensorArena arena, Random random, DType dtype, int n, int d) {
+      Tensor t = arena.allocate(dtype, n, d);
+      for (long i = 0; i < t.numElements(); i++) {
+        int bits = random.nextInt();
+        t.setFloat(i, dtype == F32 ? Float.intBitsToFloat(bits) : BFloat16.toFloat((short) bits));
+      }
+      return t;
+    }
+
+    private static DType other(DType from) {
+      return from == F32 ? BF16 : F32;
+    }
+
+    @ParameterizedTest(name = "({0}, {1}) from {2}")
+    @MethodSource("shapes")
+    default void matchesReferenceBitForBit(int n, int d, DType from) {
+      Tensor in = randomBits(arena(), new Random(seed(n, d, from)), from, n, d);
+      check().exact("convert", call(), new Tensor[] {in}, garbage(arena(), other(from), n, d));
+    }
+
+    @Test
+    default void rowsAreIndependentOfTheBatch() {
+      Tensor in = randomBits(arena(), new Random(44), F32, 17, 64);
+      check().rowsIndependent("convert", (k, out, from, to) -> k.convert(out[0], in.rows(from, to)), 17,
+          garbage(arena(), BF16, 17, 64));
+    }
+
+    @Test
+    default void acceptsRowStridedViews() {
+      var random = new Random(45);
+      check().viewsAgree("convert", call(), new Tensor[] {randomBits(arena(), random, F32, 5, 67)},
+          new Tensor[] {garbage(arena(), BF16, 5, 67)});
+      check().viewsAgree("convert", call(), new Tensor[] {randomBits(arena(), random, BF16, 5, 67)},
+          new Tensor[] {garbage(arena(), F32, 5, 67)});
+    }
+
+    @Test
+    default void rejectsUnsupportedPairsAndShapes() {
+      TensorArena arena = arena();
+      var random = new Random(46);
+      Tensor out = garbage(arena, BF16, 3, 8);
+      check().rejected("convert", k -> k.convert(out, uniform(arena, random, BF16, 1, 3, 8)), out);
+      check().rejected("convert", k -> k.convert(out, int8(arena, random, 3, 8)), out);
+      check().rejected("convert", k -> k.convert(out, uniform(arena, random, F32, 1, 3, 9)), out);
+    }
+  }
+}
