@@ -78,34 +78,60 @@ public final class TensorArena implements AutoCloseable {
     else arena.close();
   }
 
-  /** A bump allocator over one block; outgrowing it opens a bigger block, and the next reset keeps only that. */
+  /**
+   * A bump allocator over blocks. Past the end of the current block it opens another (never smaller than the
+   * request or 16 MiB); a reset after a step that needed several merges them into one block of the step's size,
+   * so a steady stream of similar steps runs in one block with no allocation at all. Fresh memory is already
+   * zero, so only bytes handed out before are zeroed again.
+   */
   private static final class Workspace {
-    private Arena blockArena = Arena.ofShared();
-    private MemorySegment block = blockArena.allocate(1 << 20, ALIGNMENT);
-    private final java.util.List<Arena> outgrown = new java.util.ArrayList<>();
-    private long used;
+    private static final long MIN_BLOCK = 16L << 20;
+
+    private record Block(Arena arena, MemorySegment memory) {}
+
+    private final java.util.List<Block> blocks = new java.util.ArrayList<>();
+    private Block current = newBlock(MIN_BLOCK);
+    private long used;  // bytes handed out of the current block
+    private long dirty; // bytes of the current block ever handed out (those need zeroing before reuse)
+    private long stepBytes; // bytes handed out since the last reset, over all blocks
 
     MemorySegment take(long bytes) {
       long start = (used + ALIGNMENT - 1) & -ALIGNMENT;
-      if (start + bytes > block.byteSize()) {
-        outgrown.add(blockArena);
-        blockArena = Arena.ofShared();
-        block = blockArena.allocate(Math.max(2 * block.byteSize(), 2 * bytes), ALIGNMENT);
+      if (start + bytes > current.memory().byteSize()) {
+        blocks.add(current);
+        current = newBlock(Math.max(bytes, MIN_BLOCK));
         start = 0;
+        dirty = 0;
       }
+      MemorySegment segment = current.memory().asSlice(start, bytes);
+      if (start < dirty) segment.asSlice(0, Math.min(bytes, dirty - start)).fill((byte) 0);
       used = start + bytes;
-      return block.asSlice(start, bytes).fill((byte) 0);
+      dirty = Math.max(dirty, used);
+      stepBytes += bytes + ALIGNMENT;
+      return segment;
     }
 
     void reset() {
-      outgrown.forEach(Arena::close);
-      outgrown.clear();
+      if (!blocks.isEmpty()) { // the step outgrew one block: next time, one block that holds it all
+        blocks.forEach(b -> b.arena().close());
+        blocks.clear();
+        current.arena().close();
+        current = newBlock(Math.max(stepBytes, MIN_BLOCK));
+        dirty = 0;
+      }
       used = 0;
+      stepBytes = 0;
     }
 
     void close() {
-      reset();
-      blockArena.close();
+      blocks.forEach(b -> b.arena().close());
+      blocks.clear();
+      current.arena().close();
+    }
+
+    private static Block newBlock(long bytes) {
+      Arena arena = Arena.ofShared();
+      return new Block(arena, arena.allocate(bytes, ALIGNMENT));
     }
   }
 }

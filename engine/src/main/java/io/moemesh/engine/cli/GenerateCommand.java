@@ -110,6 +110,7 @@ final class GenerateCommand {
     }
     System.out.println(detok.finish());
     long end = System.nanoTime();
+    if (generated.isEmpty()) firstToken = end; // --max-new-tokens 0: all of it was prefill
     System.err.println("generated ids: " + generated);
     double prefillSeconds = (firstToken - start) / 1e9, decodeSeconds = (end - firstToken) / 1e9;
     System.err.printf("prefill %d tokens in %.3f s; decode %d tokens at %.1f tokens/s%n", prompt.length, prefillSeconds,
