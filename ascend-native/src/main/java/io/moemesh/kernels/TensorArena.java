@@ -49,6 +49,20 @@ public final class TensorArena implements AutoCloseable {
     workspace.reset();
   }
 
+  /**
+   * A point to {@link #release} back to: in a workspace, everything allocated after the mark is dead after the
+   * release (a forward pass releases each layer's temporaries, so a step needs one layer's scratch, not the sum
+   * of all layers'). Elsewhere a no-op: memory stays until close.
+   */
+  public long mark() {
+    return workspace == null ? 0 : workspace.mark();
+  }
+
+  /** Rewinds a workspace to {@code mark}; see {@link #mark()}. */
+  public void release(long mark) {
+    if (workspace != null) workspace.release(mark);
+  }
+
   /** A contiguous, zeroed tensor. */
   public Tensor allocate(DType dtype, int... shape) {
     long bytes = Math.max(Tensor.numElements(shape) * dtype.byteSize(), 1);
@@ -93,12 +107,14 @@ public final class TensorArena implements AutoCloseable {
     private Block current = newBlock(MIN_BLOCK);
     private long used;  // bytes handed out of the current block
     private long dirty; // bytes of the current block ever handed out (those need zeroing before reuse)
-    private long stepBytes; // bytes handed out since the last reset, over all blocks
+    private long retired; // bytes used in the blocks outgrown during this step
+    private long stepPeak; // the most bytes in use at once since the last reset
 
     MemorySegment take(long bytes) {
       long start = (used + ALIGNMENT - 1) & -ALIGNMENT;
       if (start + bytes > current.memory().byteSize()) {
         blocks.add(current);
+        retired += used;
         current = newBlock(Math.max(bytes, MIN_BLOCK));
         start = 0;
         dirty = 0;
@@ -107,8 +123,17 @@ public final class TensorArena implements AutoCloseable {
       if (start < dirty) segment.asSlice(0, Math.min(bytes, dirty - start)).fill((byte) 0);
       used = start + bytes;
       dirty = Math.max(dirty, used);
-      stepBytes += bytes + ALIGNMENT;
+      stepPeak = Math.max(stepPeak, retired + used + ALIGNMENT);
       return segment;
+    }
+
+    /** The current block's fill level, tagged with how many blocks were outgrown (a release cannot cross one). */
+    long mark() {
+      return ((long) blocks.size() << 40) | used;
+    }
+
+    void release(long mark) {
+      if ((mark >>> 40) == blocks.size()) used = Math.min(used, mark & ((1L << 40) - 1));
     }
 
     void reset() {
@@ -116,11 +141,12 @@ public final class TensorArena implements AutoCloseable {
         blocks.forEach(b -> b.arena().close());
         blocks.clear();
         current.arena().close();
-        current = newBlock(Math.max(stepBytes, MIN_BLOCK));
+        current = newBlock(Math.max(stepPeak, MIN_BLOCK));
         dirty = 0;
       }
       used = 0;
-      stepBytes = 0;
+      retired = 0;
+      stepPeak = 0;
     }
 
     void close() {

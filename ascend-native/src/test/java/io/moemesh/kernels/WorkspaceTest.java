@@ -41,6 +41,21 @@ class WorkspaceTest {
   }
 
   @Test
+  void releaseRewindsToTheMarkAndTheNextAllocationIsZeroed() {
+    try (var ws = TensorArena.workspace()) {
+      Tensor kept = ws.allocate(DType.F32, 4);
+      kept.setFloat(3, 7f);
+      long mark = ws.mark();
+      Tensor temp = ws.allocate(DType.F32, 100);
+      temp.setFloat(0, 9f);
+      ws.release(mark);
+      Tensor reused = ws.allocate(DType.F32, 100);
+      assertThat(reused.getFloat(0)).isZero(); // temp's memory, zeroed again
+      assertThat(kept.getFloat(3)).isEqualTo(7f); // allocated before the mark: untouched
+    }
+  }
+
+  @Test
   void resetIsOnlyForWorkspaces() {
     try (var arena = TensorArena.open()) {
       assertThatThrownBy(arena::reset).isInstanceOf(IllegalStateException.class).hasMessageContaining("workspaces");

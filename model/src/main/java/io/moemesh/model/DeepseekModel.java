@@ -78,8 +78,11 @@ public final class DeepseekModel implements AutoCloseable {
     checkPages(batch, cache);
     Tensor positions = scratch.ofInts(batch.positions(), batch.numRows());
     Tensor h = embed(kernels, embed, batch.tokens(), scratch);
-    for (DecoderLayer layer : layers)
+    for (DecoderLayer layer : layers) {
+      long mark = scratch.mark(); // a layer's temporaries die with it; h lives on
       layer.forward(kernels, h, batch, positions, rope, cache, experts, config.rmsNormEps(), scratch);
+      scratch.release(mark);
+    }
     return logits(kernels, h, batch.logitRows(), norm, head, config.rmsNormEps(), scratch);
   }
 
