@@ -14,6 +14,9 @@
 
 #define CHUNK 512 /* positions per work item */
 #define BLOCK 16  /* positions converted and scored together */
+/* Work items also split the heads into groups, so one sequence's decode uses every core. A head's numbers do
+ * not depend on its group (each head is computed on its own), so neither does the result. */
+#define HEAD_GROUPS 4
 #define M_NONE INT32_MIN
 #define LOG2E 1.44269504088896340736f
 
@@ -53,14 +56,16 @@ static const void *kv_row(const mla_job *j, int64_t t, int64_t pos) {
   return (const char *)j->pages + (size_t)offset * (j->pages_bf16 ? 2 : 4);
 }
 
-static void mla_item(const mla_job *j, int64_t item, float *kv, float *s) {
+static void mla_item(const mla_job *j, int64_t unit, float *kv, float *s) {
+  int64_t groups = j->heads < HEAD_GROUPS ? j->heads : HEAD_GROUPS, item = unit / groups, group = unit % groups;
+  int64_t h_begin = j->heads * group / groups, h_end = j->heads * (group + 1) / groups;
   int64_t t = item / j->chunks_per_row, chunk = item % j->chunks_per_row;
   int64_t width = j->rank + j->rope, begin = chunk * CHUNK, end = j->context_lens[t];
   if (end > begin + CHUNK) end = begin + CHUNK;
   int32_t *m = j->part_m + item * j->heads;
   float *l = j->part_l + item * j->heads, *o = j->part_o + item * j->heads * j->rank;
-  for (int64_t h = 0; h < j->heads; h++) m[h] = M_NONE, l[h] = 0;
-  memset(o, 0, sizeof(float) * (size_t)(j->heads * j->rank));
+  for (int64_t h = h_begin; h < h_end; h++) m[h] = M_NONE, l[h] = 0;
+  memset(o + h_begin * j->rank, 0, sizeof(float) * (size_t)((h_end - h_begin) * j->rank));
   for (int64_t b = begin; b < end; b += BLOCK) {
     int64_t count = end - b < BLOCK ? end - b : BLOCK;
     for (int64_t p = 0; p < count; p++) {
@@ -68,7 +73,7 @@ static void mla_item(const mla_job *j, int64_t item, float *kv, float *s) {
       if (j->pages_bf16) for (int64_t c = 0; c < width; c++) kv[p * width + c] = mk_bf16_to_f32(((const uint16_t *)row)[c]);
       else memcpy(kv + p * width, row, sizeof(float) * (size_t)width);
     }
-    for (int64_t h = 0; h < j->heads; h++) {
+    for (int64_t h = h_begin; h < h_end; h++) {
       const float *ql = j->q_latent + (t * j->heads + h) * j->ldq, *qr = j->q_rope + (t * j->heads + h) * j->ldr;
       float block_max = -INFINITY;
       for (int64_t p = 0; p < count; p++) {
@@ -162,7 +167,8 @@ MK_EXPORT int32_t mk_mla_decode(mk_context *ctx, float *out, int64_t ldo, const 
     free(j.part_m), free(j.part_l), free(j.part_o);
     return MK_E_NOMEM;
   }
-  mk_parallel_for(ctx, items, 1, items * CHUNK * (rank + rope) * heads, mla_range, &j);
+  int64_t groups = heads < HEAD_GROUPS ? heads : HEAD_GROUPS;
+  mk_parallel_for(ctx, items * groups, 1, items * CHUNK * (rank + rope) * heads, mla_range, &j);
   for (int64_t t = 0; t < nq; t++) mla_combine(&j, t, out, ldo);
   free(j.part_m), free(j.part_l), free(j.part_o);
   return MK_OK;
