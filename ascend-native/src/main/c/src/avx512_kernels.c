@@ -278,6 +278,35 @@ static float dot_f32(const float *a, const float *b, int64_t d) {
   return _mm512_reduce_add_ps(acc);
 }
 
+/* MLA scores for up to 16 positions at once: one accumulator per position, each q chunk loaded once. */
+static void mla_scores(float *s, const float *ql, const float *qr, const float *kv, int64_t count, int64_t width,
+                       int64_t rank, float scale) {
+  __m512 acc[16];
+  for (int p = 0; p < 16; p++) acc[p] = _mm512_setzero_ps();
+  for (int part = 0; part < 2; part++) { /* c_kv against q_latent, then k_pe against q_rope */
+    const float *q = part == 0 ? ql : qr;
+    int64_t base = part == 0 ? 0 : rank, len = part == 0 ? rank : width - rank;
+    for (int64_t c = 0; c < len; c += 16) {
+      __mmask16 m = mask16(len - c);
+      __m512 qv = _mm512_maskz_loadu_ps(m, q + c);
+      for (int64_t p = 0; p < count; p++)
+        acc[p] = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(m, kv + p * width + base + c), acc[p]);
+    }
+  }
+  for (int64_t p = 0; p < count; p++) s[p] = _mm512_reduce_add_ps(acc[p]) * scale;
+}
+
+/* o += Σ_p prob[p] · c_kv[p]: each 16-wide slice of o is loaded and stored once for the whole block. */
+static void mla_accumulate(float *o, const float *prob, const float *kv, int64_t count, int64_t width, int64_t rank) {
+  for (int64_t c = 0; c < rank; c += 16) {
+    __mmask16 m = mask16(rank - c);
+    __m512 oc = _mm512_maskz_loadu_ps(m, o + c);
+    for (int64_t p = 0; p < count; p++)
+      oc = _mm512_fmadd_ps(_mm512_set1_ps(prob[p]), _mm512_maskz_loadu_ps(m, kv + p * width + c), oc);
+    _mm512_mask_storeu_ps(o + c, m, oc);
+  }
+}
+
 /* Twelve independent VPDPBUSD chains in registers: 12 · 64 multiply-adds = 1536 INT8 ops per iteration. */
 static double int8_peak_loop(int64_t iterations) {
   __m512i acc[12];
@@ -306,5 +335,7 @@ const mk_isa mk_isa_avx512 = {
     .silu_mul = silu_mul,
     .axpy = axpy,
     .dot_f32 = dot_f32,
+    .mla_scores = mla_scores,
+    .mla_accumulate = mla_accumulate,
     .int8_peak_loop = int8_peak_loop,
 };

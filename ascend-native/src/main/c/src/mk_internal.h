@@ -61,6 +61,11 @@ typedef struct mk_isa {
   /* out = out + w * y, rounded twice (no fused multiply-add), as the Java spec */
   void (*axpy)(float *out, float w, const float *y, int64_t d);
   float (*dot_f32)(const float *a, const float *b, int64_t d);
+  /* MLA decode, one head over a block of `count` (<= 16) latent rows kv[p] = c_kv ‖ k_pe (width = rank + rope):
+   * s[p] = (ql·c_kv[p] + qr·k_pe[p]) · scale, and o[0:rank] += Σ_p prob[p] · c_kv[p] in position order. */
+  void (*mla_scores)(float *s, const float *ql, const float *qr, const float *kv, int64_t count, int64_t width,
+                     int64_t rank, float scale);
+  void (*mla_accumulate)(float *o, const float *prob, const float *kv, int64_t count, int64_t width, int64_t rank);
   /* Register-only VPDPBUSD (or portable stand-in) loop: returns int8 ops done. */
   double (*int8_peak_loop)(int64_t iterations);
 } mk_isa;

@@ -76,12 +76,9 @@ static void mla_item(const mla_job *j, int64_t unit, float *kv, float *s) {
     for (int64_t h = h_begin; h < h_end; h++) {
       const float *ql = j->q_latent + (t * j->heads + h) * j->ldq, *qr = j->q_rope + (t * j->heads + h) * j->ldr;
       float block_max = -INFINITY;
-      for (int64_t p = 0; p < count; p++) {
-        const float *row = kv + p * width;
-        float score = (j->isa->dot_f32(ql, row, j->rank) + j->isa->dot_f32(qr, row + j->rank, j->rope)) * j->scale2;
-        s[p] = score;
-        if (score > block_max) block_max = score;
-      }
+      j->isa->mla_scores(s, ql, qr, kv, count, width, j->rank, j->scale2);
+      for (int64_t p = 0; p < count; p++)
+        if (s[p] > block_max) block_max = s[p];
       float ceiling = ceilf(block_max);
       if (!(ceiling > -0x1p30f)) ceiling = -0x1p30f; /* also catches NaN */
       if (ceiling > 0x1p30f) ceiling = 0x1p30f;
@@ -96,10 +93,10 @@ static void mla_item(const mla_job *j, int64_t unit, float *kv, float *s) {
         m[h] = block_m;
       }
       for (int64_t p = 0; p < count; p++) {
-        float prob = exp2f(s[p] - (float)m[h]);
-        l[h] += prob;
-        j->isa->axpy(o + h * j->rank, prob, kv + p * width, j->rank);
+        s[p] = exp2f(s[p] - (float)m[h]); /* the weights, ≤ 1 */
+        l[h] += s[p];
       }
+      j->isa->mla_accumulate(o + h * j->rank, s, kv, count, width, j->rank);
     }
   }
 }

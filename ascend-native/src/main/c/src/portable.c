@@ -79,6 +79,18 @@ static float dot_f32(const float *a, const float *b, int64_t d) {
   return sum;
 }
 
+static void mla_scores(float *s, const float *ql, const float *qr, const float *kv, int64_t count, int64_t width,
+                       int64_t rank, float scale) {
+  for (int64_t p = 0; p < count; p++) {
+    const float *row = kv + p * width;
+    s[p] = (dot_f32(ql, row, rank) + dot_f32(qr, row + rank, width - rank)) * scale;
+  }
+}
+
+static void mla_accumulate(float *o, const float *prob, const float *kv, int64_t count, int64_t width, int64_t rank) {
+  for (int64_t p = 0; p < count; p++) axpy(o, prob[p], kv + p * width, rank);
+}
+
 static double int8_peak_loop(int64_t iterations) {
   /* Eight independent chains of 4-wide byte dot products, as a scalar machine would run them. */
   volatile int32_t seed = 3;
@@ -99,5 +111,7 @@ const mk_isa mk_isa_portable = {
     .silu_mul = silu_mul,
     .axpy = axpy,
     .dot_f32 = dot_f32,
+    .mla_scores = mla_scores,
+    .mla_accumulate = mla_accumulate,
     .int8_peak_loop = int8_peak_loop,
 };
