@@ -64,7 +64,7 @@ final class WeightLoader {
       t = checkpoint.load(name, arena);
     } else if (info.dtype() == StDType.F32 || info.dtype() == StDType.F16) {
       t = arena.allocate(precision == Precision.EXACT ? DType.F32 : DType.BF16, shape);
-      try (TensorArena temp = TensorArena.open()) {
+      try (TensorArena temp = TensorArena.confined()) { // cheap to close, unlike a shared arena
         Tensor f = temp.allocate(DType.F32, shape);
         checkpoint.readInto(name, f);
         if (t.dtype() == DType.F32) t.copyFrom(f);
@@ -84,7 +84,7 @@ final class WeightLoader {
     TensorInfo info = info(name, out, in);
     Tensor q = arena.allocate(DType.I8, out, in);
     Tensor scales = arena.allocate(DType.F32, out);
-    try (TensorArena temp = TensorArena.open()) {
+    try (TensorArena temp = TensorArena.confined()) { // cheap to close, unlike a shared arena
       Tensor source;
       if (info.dtype() == StDType.F8_E4M3) {
         source = temp.allocate(DType.F32, out, in);
@@ -116,7 +116,7 @@ final class WeightLoader {
     int block = quant.blockRows(), rows = out.dim(0), cols = out.dim(1);
     String scaleName = name + "_scale_inv";
     if (!checkpoint.contains(scaleName)) throw new CheckpointException("FP8 tensor '" + name + "' has no '" + scaleName + "'");
-    try (TensorArena temp = TensorArena.open()) {
+    try (TensorArena temp = TensorArena.confined()) { // cheap to close, unlike a shared arena
       Tensor w = checkpoint.load(name, temp);
       Tensor scale = temp.allocate(DType.F32, ceilDiv(rows, block), ceilDiv(cols, block));
       info(scaleName, scale.shape());
