@@ -195,7 +195,7 @@ INLINE __m512 load_row(__mmask16 m, const void *x, int32_t x_bf16, int64_t j) {
   return x_bf16 ? load_bf16(m, (const uint16_t *)x + j) : _mm512_maskz_loadu_ps(m, (const float *)x + j);
 }
 
-static void quantize_row(int8_t *q, uint8_t *xu, float *scale, const void *x, int32_t x_bf16, int64_t k) {
+static void quantize_row(int8_t *q, float *scale, const void *x, int32_t x_bf16, int64_t k) {
   __m512 amax = _mm512_setzero_ps();
   for (int64_t j = 0; j < k; j += 16) amax = _mm512_max_ps(amax, _mm512_abs_ps(load_row(mask16(k - j), x, x_bf16, j)));
   float a = _mm512_reduce_max_ps(amax);
@@ -208,7 +208,6 @@ static void quantize_row(int8_t *q, uint8_t *xu, float *scale, const void *x, in
     v = _mm512_min_epi32(_mm512_max_epi32(v, lo), hi);
     __m128i bytes = _mm512_cvtepi32_epi8(v);
     _mm_mask_storeu_epi8(q + j, m, bytes);
-    if (xu != NULL) _mm_mask_storeu_epi8(xu + j, m, _mm_add_epi8(bytes, _mm_set1_epi8((char)128)));
   }
   *scale = a / 127.0f;
 }

@@ -53,8 +53,8 @@ typedef struct mk_isa {
    * null and receives the 24 totals (row-major, MK_I8_NR per row) instead. */
   void (*gemm_u8i8_4x6)(int32_t *lanes, int init, int32_t *sums, const uint8_t *xu, int64_t ldx, const int8_t *w,
                         int64_t ldw, int64_t k);
-  /* One row of quantize_rows; x F32 or BF16. Also writes xu = q + 128 when xu != NULL. */
-  void (*quantize_row)(int8_t *q, uint8_t *xu, float *scale, const void *x, int32_t x_bf16, int64_t k);
+  /* One row of quantize_rows; x F32 or BF16. */
+  void (*quantize_row)(int8_t *q, float *scale, const void *x, int32_t x_bf16, int64_t k);
   float (*sum_squares)(const float *x, int64_t d);
   void (*scale_mul)(float *out, const float *x, float r, const float *weight, int64_t d);
   void (*silu_mul)(float *out, const float *gate, const float *up, int64_t d);

@@ -70,7 +70,7 @@ static void quantize_range(void *raw, int64_t begin, int64_t end) {
   quantize_job *j = raw;
   size_t xsize = j->x_bf16 ? 2 : 4;
   for (int64_t t = begin; t < end; t++)
-    j->isa->quantize_row(j->q + t * j->ldq, NULL, j->scales + t, (const char *)j->x + (size_t)(t * j->ldx) * xsize,
+    j->isa->quantize_row(j->q + t * j->ldq, j->scales + t, (const char *)j->x + (size_t)(t * j->ldx) * xsize,
                          j->x_bf16, j->k);
 }
 

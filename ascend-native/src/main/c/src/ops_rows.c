@@ -156,7 +156,7 @@ MK_EXPORT int32_t mk_gather_quantize(mk_context *ctx, int8_t *q, int64_t ldq, fl
   if (n < 0 || r < 0 || d < 0 || ldq < d || ldx < d) return MK_E_SHAPE;
   for (int64_t i = 0; i < r; i++)
     if (rows[i] < 0 || rows[i] >= n) return MK_E_INDEX;
-  for (int64_t i = 0; i < r; i++) ctx->isa->quantize_row(q + i * ldq, NULL, scales + i, x + rows[i] * ldx, 0, d);
+  for (int64_t i = 0; i < r; i++) ctx->isa->quantize_row(q + i * ldq, scales + i, x + rows[i] * ldx, 0, d);
   return MK_OK;
 }
 

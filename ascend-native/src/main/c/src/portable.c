@@ -37,7 +37,7 @@ static void dot_u8i8_tile(int32_t *acc, int32_t *wsum, const uint8_t *xu, int64_
     }
 }
 
-static void quantize_row(int8_t *q, uint8_t *xu, float *scale, const void *x, int32_t x_bf16, int64_t k) {
+static void quantize_row(int8_t *q, float *scale, const void *x, int32_t x_bf16, int64_t k) {
   float amax = 0;
   for (int64_t j = 0; j < k; j++) {
     float v = x_bf16 ? mk_bf16_to_f32(((const uint16_t *)x)[j]) : ((const float *)x)[j];
@@ -48,9 +48,7 @@ static void quantize_row(int8_t *q, uint8_t *xu, float *scale, const void *x, in
   for (int64_t j = 0; j < k; j++) {
     float v = x_bf16 ? mk_bf16_to_f32(((const uint16_t *)x)[j]) : ((const float *)x)[j];
     float r = rintf(v * inv);
-    int8_t value = (int8_t)(r > 127 ? 127 : r < -127 ? -127 : r);
-    q[j] = value;
-    if (xu != NULL) xu[j] = (uint8_t)(value + 128);
+    q[j] = (int8_t)(r > 127 ? 127 : r < -127 ? -127 : r);
   }
   *scale = amax / 127.0f;
 }
