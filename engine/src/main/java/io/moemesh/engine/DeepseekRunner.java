@@ -1,0 +1,91 @@
+package io.moemesh.engine;
+
+import io.moemesh.kernels.Tensor;
+import io.moemesh.kernels.TensorArena;
+import io.moemesh.model.DeepseekModel;
+import io.moemesh.model.ForwardBatch;
+import io.moemesh.model.LatentKvCache;
+import io.moemesh.model.moe.ExpertBackend;
+import io.moemesh.model.sampling.SampledToken;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Runs a step's chunks through a {@link DeepseekModel} in one forward pass — prompt chunks and decode tokens
+ * of many requests together, so the MoE layers see every token of the step at once — then samples each
+ * request that reached its last token from its own logits row.
+ */
+public final class DeepseekRunner implements ModelRunner {
+  /** Sees every logits row the runner samples from (tests, diagnostics); called on the step thread. */
+  public interface LogitsObserver {
+    void onLogits(String requestId, int position, float[] logits);
+  }
+
+  private final DeepseekModel model;
+  private final ExpertBackend experts;
+  private final TensorArena cacheArena = TensorArena.open();
+  private final TensorArena scratch = TensorArena.workspace(); // one step's temporaries, rewound every step
+  private final LatentKvCache cache;
+  private final LogitsObserver observer;
+
+  public DeepseekRunner(DeepseekModel model, ExpertBackend experts, KvCacheConfig kv, LogitsObserver observer) {
+    this.model = model;
+    this.experts = experts;
+    this.cache = model.newCache(cacheArena, kv.numPages(), kv.pageSize());
+    this.observer = observer;
+  }
+
+  public DeepseekRunner(DeepseekModel model, KvCacheConfig kv) {
+    this(model, model.localExperts(), kv, null);
+  }
+
+  @Override
+  public RunnerOutput execute(SchedulerOutput plan) {
+    ForwardBatch batch = batchOf(plan.chunks());
+    scratch.reset();
+    Tensor logits = model.forward(batch, cache, experts, scratch).logits();
+    Map<String, SampledToken> sampled = new HashMap<>();
+    Map<String, String> failed = new HashMap<>();
+    int row = 0;
+    for (ScheduledChunk c : plan.chunks()) {
+      if (!c.samples()) continue;
+      float[] values = logits.rows(row, row + 1).toFloatArray();
+      row++;
+      if (observer != null) observer.onLogits(c.requestId(), c.startPosition() + c.numTokens() - 1, values);
+      try {
+        sampled.put(c.requestId(), c.sampler().sample(values, c.history()));
+      } catch (IllegalArgumentException e) {
+        failed.put(c.requestId(), "sampling failed: " + e.getMessage());
+      }
+    }
+    return new RunnerOutput(sampled, failed);
+  }
+
+  static ForwardBatch batchOf(List<ScheduledChunk> chunks) {
+    int rows = chunks.stream().mapToInt(ScheduledChunk::numTokens).sum();
+    int[] tokens = new int[rows], positions = new int[rows];
+    List<ForwardBatch.SequenceChunk> sequences = new ArrayList<>(chunks.size());
+    List<Integer> logitRows = new ArrayList<>();
+    int r = 0;
+    for (ScheduledChunk c : chunks) {
+      System.arraycopy(c.tokens(), 0, tokens, r, c.numTokens());
+      for (int i = 0; i < c.numTokens(); i++) positions[r + i] = c.startPosition() + i;
+      sequences.add(new ForwardBatch.SequenceChunk(r, c.numTokens(), c.numPromptTokens(), c.blockTable()));
+      r += c.numTokens();
+      if (c.samples()) logitRows.add(r - 1);
+    }
+    return new ForwardBatch(tokens, positions, sequences, logitRows.stream().mapToInt(Integer::intValue).toArray());
+  }
+
+  public LatentKvCache cache() {
+    return cache;
+  }
+
+  @Override
+  public void close() {
+    scratch.close();
+    cacheArena.close();
+  }
+}

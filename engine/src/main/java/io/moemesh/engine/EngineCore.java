@@ -1,0 +1,103 @@
+package io.moemesh.engine;
+
+import io.moemesh.engine.kv.KvCacheManager;
+import io.moemesh.engine.kv.KvCacheUsage;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * The step loop's body: {@code schedule() → runner.execute(plan) → scheduler.update(plan, output)}.
+ * Single-threaded; {@link Engine} runs it on its own thread behind a submit/stream API.
+ */
+public final class EngineCore implements AutoCloseable {
+  private final Scheduler scheduler;
+  private final ModelRunner runner;
+  private final KvCacheManager kv;
+  private long steps, promptTokens, generatedTokens;
+
+  public EngineCore(Scheduler scheduler, ModelRunner runner, KvCacheManager kv) {
+    this.scheduler = scheduler;
+    this.runner = runner;
+    this.kv = kv;
+  }
+
+  /** Runs one step; returns the updates of every request that gained a token or finished. */
+  public List<RequestOutput> step() {
+    if (!scheduler.hasRequests()) return List.of();
+    SchedulerOutput plan = scheduler.schedule();
+    if (plan.isEmpty()) return List.of();
+    RunnerOutput out;
+    try {
+      out = runner.execute(plan);
+    } catch (RuntimeException e) {
+      out = isolate(plan, e);
+    }
+    steps++;
+    for (ScheduledChunk c : plan.chunks()) {
+      promptTokens += Math.max(0, Math.min(c.numPromptTokens(), c.startPosition() + c.numTokens()) - c.startPosition());
+      if (c.samples()) generatedTokens++;
+    }
+    return scheduler.update(plan, out);
+  }
+
+  /**
+   * A step that threw: runs each request alone so that only the culprit fails. Rerunning writes the same KV
+   * rows again, and by batch invariance the others get exactly the numbers the batch would have given them.
+   */
+  private RunnerOutput isolate(SchedulerOutput plan, RuntimeException batchFailure) {
+    if (plan.chunks().size() == 1) return new RunnerOutput(Map.of(), Map.of(plan.chunks().getFirst().requestId(), describe(batchFailure)));
+    Map<String, io.moemesh.model.sampling.SampledToken> sampled = new HashMap<>();
+    Map<String, String> failed = new HashMap<>();
+    for (ScheduledChunk chunk : plan.chunks()) {
+      try {
+        RunnerOutput alone = runner.execute(new SchedulerOutput(List.of(chunk), List.of()));
+        sampled.putAll(alone.sampled());
+        failed.putAll(alone.failed());
+      } catch (RuntimeException e) {
+        failed.put(chunk.requestId(), describe(e));
+      }
+    }
+    return new RunnerOutput(sampled, failed);
+  }
+
+  private static String describe(RuntimeException e) {
+    return "the model failed on this request: " + (e.getMessage() != null ? e.getMessage() : e.getClass().getSimpleName());
+  }
+
+  public void add(GenerationRequest request) {
+    scheduler.add(request);
+  }
+
+  public void validate(GenerationRequest request) {
+    scheduler.validate(request);
+  }
+
+  public Optional<RequestOutput> abort(String id) {
+    return scheduler.abort(id);
+  }
+
+  public Optional<RequestOutput> fail(String id, String message) {
+    return scheduler.fail(id, message);
+  }
+
+  public boolean hasRequests() {
+    return scheduler.hasRequests();
+  }
+
+  public Optional<RequestStatus> status(String id) {
+    return scheduler.status(id);
+  }
+
+  public EngineStats stats() {
+    KvCacheUsage usage = kv.usage();
+    return new EngineStats(scheduler.numWaiting(), scheduler.numRunning(), scheduler.numQueuedPromptTokens(), usage, steps,
+        promptTokens, generatedTokens, scheduler.numPreemptions());
+  }
+
+  @Override
+  public void close() {
+    runner.close();
+  }
+}

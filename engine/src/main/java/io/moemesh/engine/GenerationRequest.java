@@ -1,0 +1,39 @@
+package io.moemesh.engine;
+
+import io.moemesh.model.sampling.SamplingParams;
+import java.util.Objects;
+
+/**
+ * What a client asks the engine for: a tokenized prompt, how to sample, and how many tokens at most.
+ *
+ * @param id unique among the engine's live requests (the gateway's request id)
+ * @param promptTokenIds the prompt, already tokenized; at least one token
+ * @param sampling sampling parameters (validated against the vocabulary on submit)
+ * @param maxTokens the most tokens to generate, ≥ 1
+ * @param priority smaller runs sooner under {@link SchedulerConfig.Policy#PRIORITY} (vLLM's convention); ignored by FCFS
+ */
+public record GenerationRequest(String id, int[] promptTokenIds, SamplingParams sampling, int maxTokens, int priority) {
+
+  public GenerationRequest {
+    Objects.requireNonNull(id, "id");
+    Objects.requireNonNull(promptTokenIds, "promptTokenIds");
+    Objects.requireNonNull(sampling, "sampling");
+    if (id.isBlank()) throw new IllegalArgumentException("request id must not be blank");
+    if (promptTokenIds.length == 0) throw new IllegalArgumentException("request " + id + ": the prompt is empty");
+    if (maxTokens < 1) throw new IllegalArgumentException("request " + id + ": max_tokens must be at least 1, got " + maxTokens);
+    promptTokenIds = promptTokenIds.clone();
+  }
+
+  public static GenerationRequest of(String id, int[] promptTokenIds, SamplingParams sampling, int maxTokens) {
+    return new GenerationRequest(id, promptTokenIds, sampling, maxTokens, 0);
+  }
+
+  @Override
+  public int[] promptTokenIds() {
+    return promptTokenIds.clone();
+  }
+
+  public int numPromptTokens() {
+    return promptTokenIds.length;
+  }
+}

@@ -1,0 +1,88 @@
+package io.moemesh.engine;
+
+import io.moemesh.model.sampling.SampledToken;
+import io.moemesh.model.sampling.Sampler;
+import io.moemesh.model.sampling.TokenCounts;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * The engine's state of one request (see {@link RequestStatus} for its life). Owned by the step loop; the
+ * runner sees only the {@link ScheduledChunk}s made from it.
+ */
+final class Request {
+  final GenerationRequest spec;
+  final long arrivalOrder;
+  final Sampler sampler;
+  final TokenCounts history; // prompt + output, for the penalties
+  RequestStatus status = RequestStatus.WAITING;
+  int numComputedTokens;
+  int numCachedPromptTokens;
+  int numPreemptions;
+  String error;
+  private int[] tokens; // prompt then output; the first numTokens are valid
+  private int numTokens;
+  private final List<SampledToken> unsent = new ArrayList<>();
+
+  Request(GenerationRequest spec, long arrivalOrder, int vocabSize) {
+    this.spec = spec;
+    this.arrivalOrder = arrivalOrder;
+    this.sampler = new Sampler(spec.sampling(), vocabSize);
+    this.history = TokenCounts.ofPrompt(spec.promptTokenIds());
+    this.tokens = Arrays.copyOf(spec.promptTokenIds(), spec.numPromptTokens() + Math.min(spec.maxTokens(), 256));
+    this.numTokens = spec.numPromptTokens();
+  }
+
+  String id() {
+    return spec.id();
+  }
+
+  int numTokens() {
+    return numTokens;
+  }
+
+  int numPromptTokens() {
+    return spec.numPromptTokens();
+  }
+
+  int numOutputTokens() {
+    return numTokens - spec.numPromptTokens();
+  }
+
+  /** Tokens still to run through the model before the next sample. */
+  int numPendingTokens() {
+    return numTokens - numComputedTokens;
+  }
+
+  int[] tokens(int from, int to) {
+    return Arrays.copyOfRange(tokens, from, to);
+  }
+
+  /** The prompt and output so far (a copy). */
+  int[] allTokens() {
+    return Arrays.copyOf(tokens, numTokens);
+  }
+
+  void append(SampledToken token) {
+    if (numTokens == tokens.length) tokens = Arrays.copyOf(tokens, tokens.length * 2);
+    tokens[numTokens++] = token.tokenId();
+    history.addGenerated(token.tokenId());
+    unsent.add(token);
+  }
+
+  /** Tokens appended since the last call. */
+  List<SampledToken> drainUnsent() {
+    List<SampledToken> out = List.copyOf(unsent);
+    unsent.clear();
+    return out;
+  }
+
+  Usage usage() {
+    return new Usage(numPromptTokens(), numOutputTokens(), numCachedPromptTokens);
+  }
+
+  RequestOutput output() {
+    return new RequestOutput(id(), drainUnsent(), status, usage(), error);
+  }
+}

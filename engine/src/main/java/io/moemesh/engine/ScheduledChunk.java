@@ -1,0 +1,26 @@
+package io.moemesh.engine;
+
+import io.moemesh.model.sampling.Sampler;
+import io.moemesh.model.sampling.TokenCounts;
+
+/**
+ * One request's share of a step: {@code tokens} fed at positions {@code [startPosition, startPosition + n)}
+ * over its KV pages. When {@code sampler} is set, the chunk reaches the request's last token and the runner
+ * samples the next one from the last row's logits.
+ *
+ * @param numPromptTokens positions below this are prompt tokens (the model's naive attention form)
+ * @param blockTable the request's KV page ids in position order
+ * @param sampler the request's sampler, or null for a chunk that ends inside the prompt
+ * @param history the request's token counts for the penalties, or null with {@code sampler}
+ */
+public record ScheduledChunk(String requestId, int[] tokens, int startPosition, int numPromptTokens, int[] blockTable,
+    Sampler sampler, TokenCounts history) {
+
+  public int numTokens() {
+    return tokens.length;
+  }
+
+  public boolean samples() {
+    return sampler != null;
+  }
+}
