@@ -6,6 +6,8 @@ import io.moemesh.kernels.PagedLatentKv;
 import io.moemesh.kernels.RopeTable;
 import io.moemesh.kernels.Tensor;
 import io.moemesh.kernels.TensorArena;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * Multi-head latent attention (DeepSeek-V2/V3), as in DeepSeek's reference {@code MLA.forward}:
@@ -80,15 +82,19 @@ public final class Mla {
         cache.write(k, layerId, s.blockTable(), batch.positions()[r], latent.rows(r, r + 1));
 
     Tensor o = scratch.allocate(DType.F32, T, heads * c.vHeadDim());
+    List<Rows> decodeRows = new ArrayList<>();
     for (ForwardBatch.SequenceChunk s : batch.sequences()) {
       int start = batch.positions()[s.firstRow()];
       int promptRows = Math.clamp(s.numPromptTokens() - start, 0, s.numRows());
       if (promptRows > 0) naive(k, o, q, batch, s.firstRow(), promptRows, s.blockTable(), cache, scratch);
-      if (promptRows < s.numRows())
-        absorbed(k, o, q, batch, s.firstRow() + promptRows, s.numRows() - promptRows, s.blockTable(), cache, scratch);
+      if (promptRows < s.numRows()) decodeRows.add(new Rows(s.firstRow() + promptRows, s.numRows() - promptRows, s.blockTable()));
     }
+    if (!decodeRows.isEmpty()) absorbed(k, o, q, batch, decodeRows, cache, scratch);
     wo.apply(k, out, o, scratch);
   }
+
+  /** Rows {@code [first, first + n)} of one sequence whose KV pages are {@code blockTable}. */
+  private record Rows(int first, int n, int[] blockTable) {}
 
   /** Rows {@code [first, first + n)} of one sequence, attending over keys expanded from the latent cache. */
   private void naive(Kernels k, Tensor o, Tensor q, ForwardBatch batch, int first, int n, int[] blockTable,
@@ -112,27 +118,49 @@ public final class Mla {
     k.attention(out, q.rows(first, first + n), keys, kvB.cols(nope, nope + vDim), scratch.ofInts(lens, n), c.softmaxScale());
   }
 
-  /** Rows {@code [first, first + n)} of one sequence, in the absorbed form over the paged latent cache. */
-  private void absorbed(Kernels k, Tensor o, Tensor q, ForwardBatch batch, int first, int n, int[] blockTable,
-      LatentKvCache cache, TensorArena scratch) {
+  /**
+   * Every decode-form row of the batch at once, in the absorbed form over the paged latent cache: the
+   * per-head absorptions are one matmul over all rows, and one attention call covers every sequence (each
+   * row with its own block table), so a decode step of many requests costs a few kernel calls per layer.
+   */
+  private void absorbed(Kernels k, Tensor o, Tensor q, ForwardBatch batch, List<Rows> segments, LatentKvCache cache,
+      TensorArena scratch) {
     int heads = c.numAttentionHeads(), nope = c.qkNopeHeadDim(), qk = c.qkHeadDim(), vDim = c.vHeadDim();
     int rank = c.kvLoraRank();
-    Tensor qRows = q.rows(first, first + n).reshape(n, heads * qk);
+    int n = 0, maxPages = 0;
+    boolean contiguous = true;
+    for (Rows s : segments) {
+      contiguous &= s.first() == segments.getFirst().first() + n;
+      n += s.n();
+      maxPages = Math.max(maxPages, s.blockTable().length);
+    }
+    int first = segments.getFirst().first();
+    Tensor qRows = contiguous ? q.rows(first, first + n) : scratch.allocate(DType.F32, n, heads, qk); // (n, heads, qk)
+    Tensor oRows = contiguous ? o.rows(first, first + n) : scratch.allocate(DType.F32, n, heads * vDim);
+    int[] lens = new int[n];
+    int[] table = new int[n * maxPages]; // a row's pages, padded with page 0 past its context
+    for (int i = 0, r = 0; i < segments.size(); i++) {
+      Rows s = segments.get(i);
+      if (!contiguous) qRows.rows(r, r + s.n()).copyFrom(q.rows(s.first(), s.first() + s.n()));
+      for (int j = 0; j < s.n(); j++, r++) {
+        lens[r] = batch.positions()[s.first() + j] + 1;
+        System.arraycopy(s.blockTable(), 0, table, r * maxPages, s.blockTable().length);
+      }
+    }
+    Tensor q2 = qRows.reshape(n, heads * qk);
     Tensor qLatent = scratch.allocate(DType.F32, n, heads, rank);
     Tensor oLatent = scratch.allocate(DType.F32, n, heads, rank);
     for (int h = 0; h < heads; h++)
-      k.matmul(qLatent.reshape(n, heads * rank).cols(h * rank, (h + 1) * rank), qRows.cols(h * qk, h * qk + nope), head(wUkT, h));
-    int[] lens = new int[n];
-    int[] table = new int[n * blockTable.length];
-    for (int i = 0; i < n; i++) {
-      lens[i] = batch.positions()[first + i] + 1;
-      System.arraycopy(blockTable, 0, table, i * blockTable.length, blockTable.length);
-    }
-    var kv = new PagedLatentKv(cache.pages(layerId), scratch.ofInts(table, n, blockTable.length), scratch.ofInts(lens, n));
-    k.mlaDecode(oLatent, qLatent, q.rows(first, first + n).cols(nope, qk), kv, c.softmaxScale());
-    Tensor oRows = o.rows(first, first + n);
+      k.matmul(qLatent.reshape(n, heads * rank).cols(h * rank, (h + 1) * rank), q2.cols(h * qk, h * qk + nope), head(wUkT, h));
+    var kv = new PagedLatentKv(cache.pages(layerId), scratch.ofInts(table, n, maxPages), scratch.ofInts(lens, n));
+    k.mlaDecode(oLatent, qLatent, qRows.cols(nope, qk), kv, c.softmaxScale());
     for (int h = 0; h < heads; h++)
       k.matmul(oRows.cols(h * vDim, (h + 1) * vDim), oLatent.reshape(n, heads * rank).cols(h * rank, (h + 1) * rank), head(wUv, h));
+    if (contiguous) return;
+    for (int i = 0, r = 0; i < segments.size(); r += segments.get(i).n(), i++) {
+      Rows s = segments.get(i);
+      o.rows(s.first(), s.first() + s.n()).copyFrom(oRows.rows(r, r + s.n()));
+    }
   }
 
   private static Tensor head(Tensor perHead, int h) {

@@ -210,6 +210,31 @@ class DeepseekModelTest {
       assertThat(promptRows).isDeepEqualTo(prefill(model, b));
     }
 
+    /** Decode rows split by a prompt chunk: the absorbed rows are packed for one attention call, then unpacked. */
+    @ParameterizedTest
+    @EnumSource(Precision.class)
+    void decodeStepsOnEitherSideOfAPromptGiveTheLogitsOfEachAlone(Precision precision) {
+      DeepseekModel model = model(tinyBf16, precision);
+      int[] a = randomTokens(TINY_VOCAB, 18, 15), b = randomTokens(TINY_VOCAB, 9, 16), c = randomTokens(TINY_VOCAB, 40, 17);
+      int[] pagesA = {2, 6}, pagesC = {8, 9, 10};
+      float[][] together;
+      try (TensorArena arena = TensorArena.open()) {
+        LatentKvCache cache = model.newCache(arena, NUM_PAGES, PAGE);
+        model.forward(ForwardBatch.single(Arrays.copyOf(a, 17), 0, 17, pagesA, false), cache, arena);
+        model.forward(ForwardBatch.single(Arrays.copyOf(c, 39), 0, 39, pagesC, false), cache, arena);
+        int[] positions = IntStream.concat(IntStream.concat(IntStream.of(17), IntStream.range(0, b.length)), IntStream.of(39)).toArray();
+        var batch = new ForwardBatch(concat(concat(new int[] {a[17]}, b), new int[] {c[39]}), positions, List.of(
+            new ForwardBatch.SequenceChunk(0, 1, 17, pagesA),
+            new ForwardBatch.SequenceChunk(1, b.length, b.length, new int[] {4}),
+            new ForwardBatch.SequenceChunk(1 + b.length, 1, 39, pagesC)),
+            IntStream.range(0, 2 + b.length).toArray());
+        together = rows(model.forward(batch, cache, arena).logits());
+      }
+      assertThat(together[0]).isEqualTo(prefillThenDecode(model, a, 17)[17]);
+      assertThat(Arrays.copyOfRange(together, 1, 1 + b.length)).isDeepEqualTo(prefill(model, b));
+      assertThat(together[1 + b.length]).isEqualTo(prefillThenDecode(model, c, 39)[39]);
+    }
+
     @ParameterizedTest
     @EnumSource(Precision.class)
     void aPromptPrefilledInChunksOfFiveGivesTheLogitsOfTheOneShotPrefill(Precision precision) {
