@@ -164,6 +164,10 @@ public final class Tensor {
   /** All elements as floats, in logical row-major order. */
   public float[] toFloatArray() {
     float[] out = new float[Math.toIntExact(numElements())];
+    if (dtype == DType.F32 && isContiguous()) { // the logits rows of every step: one bulk copy
+      MemorySegment.copy(segment, ValueLayout.JAVA_FLOAT_UNALIGNED, 0, out, 0, out.length);
+      return out;
+    }
     for (int i = 0; i < out.length; i++) out[i] = getFloat(i);
     return out;
   }

@@ -58,6 +58,11 @@ public final class TensorArena implements AutoCloseable {
     return workspace == null ? 0 : workspace.mark();
   }
 
+  /** Bytes of a workspace's current block (for tests). */
+  long workspaceBlockBytes() {
+    return workspace.current.memory().byteSize();
+  }
+
   /** Rewinds a workspace to {@code mark}; see {@link #mark()}. */
   public void release(long mark) {
     if (workspace != null) workspace.release(mark);
@@ -94,8 +99,9 @@ public final class TensorArena implements AutoCloseable {
 
   /**
    * A bump allocator over blocks. Past the end of the current block it opens another (never smaller than the
-   * request or 16 MiB); a reset after a step that needed several merges them into one block of the step's size,
-   * so a steady stream of similar steps runs in one block with no allocation at all. Fresh memory is already
+   * request or 16 MiB); a reset after a step that needed several merges them into one block of the step's size
+   * plus a quarter (decode steps grow a little with every token), so a steady stream of similar steps runs in
+   * one block with no allocation at all. Fresh memory is already
    * zero, so only bytes handed out before are zeroed again.
    */
   private static final class Workspace {
@@ -105,35 +111,39 @@ public final class TensorArena implements AutoCloseable {
 
     private final java.util.List<Block> blocks = new java.util.ArrayList<>();
     private Block current = newBlock(MIN_BLOCK);
-    private long used;  // bytes handed out of the current block
+    private long base;  // the current block's first byte, as an offset in the step's single logical stack
+    private long top;   // the logical stack's top: what one block big enough for the step would have in use
     private long dirty; // bytes of the current block ever handed out (those need zeroing before reuse)
-    private long retired; // bytes used in the blocks outgrown during this step
-    private long stepPeak; // the most bytes in use at once since the last reset
+    private long stepPeak; // the highest top since the last reset: the block size the step needs
 
     MemorySegment take(long bytes) {
-      long start = (used + ALIGNMENT - 1) & -ALIGNMENT;
-      if (start + bytes > current.memory().byteSize()) {
+      long start = (top + ALIGNMENT - 1) & -ALIGNMENT; // base is aligned, so this aligns within the block too
+      if (start < base) base = start; // released below this block: all of it is free, re-anchor it here
+      if (start - base + bytes > current.memory().byteSize()) { // outgrown: a fresh block from here on
         blocks.add(current);
-        retired += used;
         current = newBlock(Math.max(bytes, MIN_BLOCK));
-        start = 0;
+        base = start;
         dirty = 0;
       }
-      MemorySegment segment = current.memory().asSlice(start, bytes);
-      if (start < dirty) segment.asSlice(0, Math.min(bytes, dirty - start)).fill((byte) 0);
-      used = start + bytes;
-      dirty = Math.max(dirty, used);
-      stepPeak = Math.max(stepPeak, retired + used + ALIGNMENT);
+      long at = start - base;
+      MemorySegment segment = current.memory().asSlice(at, bytes);
+      if (at < dirty) segment.asSlice(0, Math.min(bytes, dirty - at)).fill((byte) 0);
+      top = start + bytes;
+      dirty = Math.max(dirty, top - base);
+      stepPeak = Math.max(stepPeak, top + ALIGNMENT);
       return segment;
     }
 
-    /** The current block's fill level, tagged with how many blocks were outgrown (a release cannot cross one). */
     long mark() {
-      return ((long) blocks.size() << 40) | used;
+      return top;
     }
 
+    /**
+     * Back to {@code mark}. Within the current block that frees its tail; a mark below the block means all of
+     * the block is younger than the mark, hence free (outgrown blocks just wait for the reset).
+     */
     void release(long mark) {
-      if ((mark >>> 40) == blocks.size()) used = Math.min(used, mark & ((1L << 40) - 1));
+      top = mark;
     }
 
     void reset() {
@@ -141,11 +151,11 @@ public final class TensorArena implements AutoCloseable {
         blocks.forEach(b -> b.arena().close());
         blocks.clear();
         current.arena().close();
-        current = newBlock(Math.max(stepPeak, MIN_BLOCK));
+        current = newBlock(Math.max(stepPeak + stepPeak / 4, MIN_BLOCK)); // headroom: steps grow with context
         dirty = 0;
       }
-      used = 0;
-      retired = 0;
+      base = 0;
+      top = 0;
       stepPeak = 0;
     }
 

@@ -56,6 +56,25 @@ class WorkspaceTest {
   }
 
   @Test
+  void aStepReleasingEachLayerIsSizedByOneLayerNotTheirSum() {
+    try (var ws = TensorArena.workspace()) {
+      for (int step = 0; step < 2; step++) {
+        ws.reset();
+        for (int layer = 0; layer < 4; layer++) { // 24 MiB per layer: past a 16 MiB block every time
+          long mark = ws.mark();
+          Tensor a = ws.allocate(DType.F32, 3 << 20), b = ws.allocate(DType.F32, 3 << 20);
+          a.setFloat(0, 1f);
+          b.setFloat(0, 2f);
+          assertThat(a.getFloat(0)).isEqualTo(1f);
+          ws.release(mark);
+        }
+      }
+      ws.reset();
+      assertThat(ws.workspaceBlockBytes()).isBetween(24L << 20, 31L << 20); // 24 MiB + a quarter, not 96 MiB
+    }
+  }
+
+  @Test
   void resetIsOnlyForWorkspaces() {
     try (var arena = TensorArena.open()) {
       assertThatThrownBy(arena::reset).isInstanceOf(IllegalStateException.class).hasMessageContaining("workspaces");

@@ -29,6 +29,7 @@ public final class DeepseekRunner implements ModelRunner {
   private final TensorArena scratch = TensorArena.workspace(); // one step's temporaries, rewound every step
   private final LatentKvCache cache;
   private final LogitsObserver observer;
+  private boolean closed;
 
   public DeepseekRunner(DeepseekModel model, ExpertBackend experts, KvCacheConfig kv, LogitsObserver observer) {
     this.model = model;
@@ -84,7 +85,9 @@ public final class DeepseekRunner implements ModelRunner {
   }
 
   @Override
-  public void close() {
+  public synchronized void close() {
+    if (closed) return;
+    closed = true;
     scratch.close();
     cacheArena.close();
   }

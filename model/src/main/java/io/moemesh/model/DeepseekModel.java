@@ -151,21 +151,28 @@ public final class DeepseekModel implements AutoCloseable {
   }
 
   /**
-   * Bytes of weights one token's decode step reads (the memory roofline's numerator): an embedding row, every
-   * layer's attention, its dense MLP or its gate plus {@code num_experts_per_tok} routed experts and the shared
-   * experts, the final norm and the head. MTP layers are not counted.
+   * Bytes of weights one token's decode step reads (the memory roofline's numerator): {@link #denseWeightBytes()}
+   * plus {@code num_experts_per_tok} routed experts per MoE layer. MTP layers are not counted.
    */
   public long activeWeightBytesPerToken() {
+    long bytes = denseWeightBytes();
+    for (DecoderLayer layer : layers)
+      if (layer.moe() != null) bytes += layer.moe().params().topk() * localExperts.routedExpertBytes(layer.moe().layerId());
+    return bytes;
+  }
+
+  /**
+   * Bytes of the weights every step reads whatever its tokens are routed to: an embedding row, every layer's
+   * attention and norms, its dense MLP or its gate and shared experts, the final norm and the head. A step's
+   * weight traffic is this plus, per MoE layer, the distinct routed experts its tokens pick
+   * ({@link LocalExperts#routedExpertBytes}). MTP layers are not counted.
+   */
+  public long denseWeightBytes() {
     long bytes = (long) embed.dim(1) * embed.dtype().byteSize() + norm.numElements() * 4 + head.bytes();
     for (DecoderLayer layer : layers) {
       bytes += layer.attention().weightBytes() + 2L * layer.attnNorm().numElements() * 4;
-      if (layer.dense() != null) {
-        bytes += layer.dense().bytes();
-      } else {
-        int id = layer.moe().layerId();
-        bytes += layer.moe().gateBytes() + layer.moe().params().topk() * localExperts.routedExpertBytes(id)
-            + localExperts.sharedBytes(id);
-      }
+      if (layer.dense() != null) bytes += layer.dense().bytes();
+      else bytes += layer.moe().gateBytes() + localExperts.sharedBytes(layer.moe().layerId());
     }
     return bytes;
   }

@@ -40,6 +40,16 @@ public record Linear(Tensor weight, Tensor scales) {
     k.matmulInt8(out, xq, xs, weight, scales);
   }
 
+  /** {@code out = x · Wᵀ} for activations already quantized per row ({@code xq} I8 (n, in), {@code xs} F32 (n)); INT8 weights only. */
+  public void applyInt8(Kernels k, Tensor out, Tensor xq, Tensor xs) {
+    if (scales == null) throw new IllegalStateException("applyInt8 needs INT8 weights, these are " + weight.dtype());
+    k.matmulInt8(out, xq, xs, weight, scales);
+  }
+
+  public boolean isInt8() {
+    return scales != null;
+  }
+
   /** Bytes of weight (and scale) data: what one pass over this matrix reads. */
   public long bytes() {
     return weight.numElements() * weight.dtype().byteSize() + (scales == null ? 0 : scales.numElements() * 4);

@@ -7,7 +7,7 @@ import io.moemesh.kernels.TensorArena;
 import io.moemesh.model.Mlp;
 import java.util.Map;
 
-/** Experts computed in this process: expert by expert over the tokens routed to it, then combined in order. */
+/** Experts computed in this process, combined in routing order (by expert, never by arrival). */
 public final class LocalExperts implements ExpertBackend {
   private final Map<Integer, Mlp[]> routedByLayer; // layerId → experts (null where not held)
   private final Map<Integer, Mlp> sharedByLayer;   // layerId → shared experts (one fused MLP)
@@ -17,23 +17,63 @@ public final class LocalExperts implements ExpertBackend {
     this.sharedByLayer = sharedByLayer;
   }
 
+  /**
+   * All of a layer's routed experts in a few kernel calls: the tokens are gathered (and, for A8W8, quantized)
+   * once in routing order, so each expert's tokens are one contiguous block of rows; each expert runs its
+   * {@code w1}/{@code w3} over its block; SiLU·mul and the requantization run once over all rows; each expert
+   * runs {@code w2}; one scatter-add combines in routing order. Every op is row-independent, so this equals
+   * running the experts one by one.
+   */
   @Override
   public void routed(Kernels k, int layerId, Tensor out, Tensor x, Routing routing, TensorArena scratch) {
     Mlp[] experts = routedByLayer.get(layerId);
-    int dim = x.dim(1);
+    int assignments = routing.tokenRows().length, dim = x.dim(1);
+    if (assignments == 0) return;
+    Mlp any = null;
     for (int e = 0; e < routing.numExperts(); e++) {
-      int n = routing.count(e);
-      if (n == 0) continue;
+      if (routing.count(e) == 0) continue;
       if (experts == null || experts[e] == null)
         throw new IllegalStateException("expert " + e + " of layer " + layerId + " is not held by this backend");
-      int from = routing.expertOffsets()[e];
-      int[] rows = java.util.Arrays.copyOfRange(routing.tokenRows(), from, from + n);
-      float[] weights = java.util.Arrays.copyOfRange(routing.weights(), from, from + n);
-      Tensor gathered = scratch.allocate(DType.F32, n, dim);
-      for (int i = 0; i < n; i++) gathered.rows(i, i + 1).copyFrom(x.rows(rows[i], rows[i] + 1));
-      Tensor y = scratch.allocate(DType.F32, n, dim);
-      experts[e].apply(k, y, gathered, scratch);
-      k.scatterAdd(out, y, scratch.ofInts(rows, n), scratch.ofFloats(weights, n));
+      any = experts[e];
+    }
+    int inter = any.w1().outFeatures();
+    boolean int8 = any.w1().isInt8();
+    Tensor rows = scratch.ofInts(routing.tokenRows(), assignments);
+    Tensor gate = scratch.allocate(DType.F32, assignments, inter);
+    Tensor up = scratch.allocate(DType.F32, assignments, inter);
+    Tensor y = scratch.allocate(DType.F32, assignments, dim);
+    if (int8) {
+      Tensor xq = scratch.allocate(DType.I8, assignments, dim), xs = scratch.allocate(DType.F32, assignments);
+      k.gatherQuantize(xq, xs, x, rows);
+      forEachExpert(routing, (e, from, to) -> {
+        experts[e].w1().applyInt8(k, gate.rows(from, to), xq.rows(from, to), xs.rows(from, to));
+        experts[e].w3().applyInt8(k, up.rows(from, to), xq.rows(from, to), xs.rows(from, to));
+      });
+      k.siluMul(gate, gate, up);
+      Tensor hq = scratch.allocate(DType.I8, assignments, inter), hs = scratch.allocate(DType.F32, assignments);
+      k.quantizeRows(hq, hs, gate);
+      forEachExpert(routing, (e, from, to) -> experts[e].w2().applyInt8(k, y.rows(from, to), hq.rows(from, to), hs.rows(from, to)));
+    } else {
+      Tensor gathered = scratch.allocate(DType.F32, assignments, dim);
+      for (int i = 0; i < assignments; i++) gathered.rows(i, i + 1).copyFrom(x.rows(routing.tokenRows()[i], routing.tokenRows()[i] + 1));
+      forEachExpert(routing, (e, from, to) -> {
+        experts[e].w1().apply(k, gate.rows(from, to), gathered.rows(from, to), scratch);
+        experts[e].w3().apply(k, up.rows(from, to), gathered.rows(from, to), scratch);
+      });
+      k.siluMul(gate, gate, up);
+      forEachExpert(routing, (e, from, to) -> experts[e].w2().apply(k, y.rows(from, to), gate.rows(from, to), scratch));
+    }
+    k.scatterAdd(out, y, rows, scratch.ofFloats(routing.weights(), assignments));
+  }
+
+  private interface ExpertBlock {
+    void run(int expert, int fromRow, int toRow);
+  }
+
+  private static void forEachExpert(Routing routing, ExpertBlock block) {
+    for (int e = 0; e < routing.numExperts(); e++) {
+      int from = routing.expertOffsets()[e], n = routing.count(e);
+      if (n > 0) block.run(e, from, from + n);
     }
   }
 

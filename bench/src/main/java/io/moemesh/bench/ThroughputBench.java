@@ -1,0 +1,181 @@
+package io.moemesh.bench;
+
+import io.moemesh.engine.DeepseekRunner;
+import io.moemesh.engine.EngineCore;
+import io.moemesh.engine.GenerationRequest;
+import io.moemesh.engine.KvCacheConfig;
+import io.moemesh.engine.ModelLimits;
+import io.moemesh.engine.ModelRunner;
+import io.moemesh.engine.RequestOutput;
+import io.moemesh.engine.RunnerOutput;
+import io.moemesh.engine.ScheduledChunk;
+import io.moemesh.engine.Scheduler;
+import io.moemesh.engine.SchedulerConfig;
+import io.moemesh.engine.SchedulerOutput;
+import io.moemesh.engine.cli.DemoModels;
+import io.moemesh.engine.kv.KvCacheManager;
+import io.moemesh.kernels.NativeKernels;
+import io.moemesh.model.DeepseekModel;
+import io.moemesh.model.Precision;
+import io.moemesh.model.sampling.SamplingParams;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.SplittableRandom;
+
+/**
+ * {@code bench throughput}: B requests of I prompt tokens and O output tokens through the engine (continuous
+ * batching, chunked prefill), per batch size B. Reports prefill tokens/s, decode tokens/s and time per output
+ * token; decode is compared with the memory roofline of its own steps, measured in the same run:
+ * <pre>
+ *   roofline tokens/s = B · triad bandwidth ÷ (dense weights + distinct routed experts the step's tokens pick
+ *                                             + the KV every sequence reads)
+ * </pre>
+ * averaged over the steps where all B requests decode together.
+ */
+public final class ThroughputBench {
+  private ThroughputBench() {}
+
+  public static void main(String[] argv) throws Exception {
+    var args = List.of(argv);
+    String model = option(args, "--model", null);
+    Precision precision = Precision.parse(option(args, "--precision", "int8"));
+    int[] batches = Arrays.stream(option(args, "--batch", "1,8,32,64").split(",")).mapToInt(s -> positive("--batch", s)).toArray();
+    int inputLen = positive("--input-len", option(args, "--input-len", "512"));
+    int outputLen = positive("--output-len", option(args, "--output-len", "128"));
+    int threads = positive("--threads", option(args, "--threads", String.valueOf(Runtime.getRuntime().availableProcessors())));
+    String json = option(args, "--json", null);
+    Path dir = model != null ? Path.of(model) : DemoModels.ensure("bench");
+    if (outputLen < 2) throw new IllegalArgumentException("--output-len must be at least 2 (decode needs a second token)");
+
+    var progress = new Progress();
+    List<Measurement> results = new ArrayList<>();
+    try (var kernels = NativeKernels.create(threads); var triad = new StreamTriad();
+        DeepseekModel m = DeepseekModel.load(dir, precision, kernels, DemoModels.progress("loading"))) {
+      String shape = dir.getFileName() + " " + precision.name().toLowerCase() + ", in " + inputLen + ", out " + outputLen;
+      for (int b : batches) {
+        run(m, b, Math.min(inputLen, 64), 32, null); // warm-up: let the JIT compile this batch's paths
+        double bandwidth = triad.bytesPerPass() / triad.bestSeconds(threads, 8, 2) / 1e9;
+        Result r = run(m, b, inputLen, outputLen, progress);
+        double roofline = b * bandwidth * 1e9 / r.bytesPerDecodeStep();
+        results.add(new Measurement("triad", StreamTriad.shape(), threads, bandwidth, "GB/s", null, null, "best of 8"));
+        results.add(new Measurement("decode_b" + b, shape, threads, r.decodeTokensPerSecond(), "tok/s",
+            r.decodeTokensPerSecond() / roofline, "roofline", "mean of " + r.decodeSteps() + " full-batch steps"));
+        results.add(new Measurement("tpot_b" + b, shape, threads, r.secondsPerDecodeStep() * 1e3, "ms", null, null, "mean"));
+        results.add(new Measurement("prefill_b" + b, shape, threads, r.prefillTokensPerSecond(), "tok/s", null, null,
+            "until every request has its first token"));
+        progress.log("batch %d: prefill %.0f tok/s, decode %.1f tok/s (%.2f of a %.1f tok/s roofline: %d MiB/step at %.0f GB/s), TPOT %.1f ms",
+            b, r.prefillTokensPerSecond(), r.decodeTokensPerSecond(), r.decodeTokensPerSecond() / roofline, roofline,
+            r.bytesPerDecodeStep() >> 20, bandwidth, r.secondsPerDecodeStep() * 1e3);
+      }
+    }
+    System.out.println(Report.table(results));
+    if (json != null) Report.writeJson(Path.of(json), results);
+  }
+
+  record Result(double prefillTokensPerSecond, double decodeTokensPerSecond, double secondsPerDecodeStep, long bytesPerDecodeStep,
+      int decodeSteps) {}
+
+  /** Runs {@code batch} requests to completion through an engine core driven on this thread. */
+  static Result run(DeepseekModel model, int batch, int inputLen, int outputLen, Progress progress) {
+    int pageSize = 16, pagesPerRequest = (inputLen + outputLen + pageSize - 1) / pageSize;
+    var kvConfig = new KvCacheConfig(batch * pagesPerRequest + 1, pageSize, false);
+    var experts = new CountingExperts(model.localExperts());
+    long kvBytesPerToken = (long) model.config().latentDim() * model.precision().kvCacheDType().byteSize() * model.config().numHiddenLayers();
+    var kv = new KvCacheManager(kvConfig.numPages(), pageSize, model.directory().toString(), false);
+    var scheduler = new Scheduler(new SchedulerConfig(Math.max(2048, batch), batch, SchedulerConfig.Policy.FCFS, true), kv,
+        ModelLimits.of(model.config()));
+    var timed = new TimedRunner(new DeepseekRunner(model, experts, kvConfig, null), experts, batch, kvBytesPerToken);
+    try (var core = new EngineCore(scheduler, timed, kv)) { // closes the runner
+      var random = new SplittableRandom(batch);
+      var params = SamplingParams.greedy().toBuilder().ignoreEos(true).build();
+      for (int i = 0; i < batch; i++)
+        core.add(GenerationRequest.of("b" + i, random.ints(inputLen, 300, 4000).toArray(), params, outputLen));
+      long start = System.nanoTime(), allStarted = 0, lastReport = start;
+      var started = new java.util.HashSet<String>();
+      while (core.hasRequests()) {
+        for (RequestOutput out : core.step()) started.add(out.requestId());
+        long now = System.nanoTime();
+        if (allStarted == 0 && started.size() == batch) allStarted = now;
+        if (progress != null && now - lastReport > 10_000_000_000L) {
+          var s = core.stats();
+          progress.log("  batch %d: %d of %d prompt tokens, %d of %d output tokens", batch, s.promptTokens(),
+              (long) batch * inputLen, s.generatedTokens(), (long) batch * outputLen);
+          lastReport = now;
+        }
+      }
+      double prefillSeconds = (allStarted - start) / 1e9;
+      return new Result(batch * (double) inputLen / prefillSeconds, batch / timed.meanSeconds(), timed.meanSeconds(),
+          model.denseWeightBytes() + timed.meanBytes(), timed.steps);
+    }
+  }
+
+  /** Times the runner's steps in which all {@code batch} requests decode one token each. */
+  private static final class TimedRunner implements ModelRunner {
+    final ModelRunner runner;
+    final CountingExperts experts;
+    final int batch;
+    final long kvBytesPerToken;
+    int steps;
+    double seconds;
+    long bytes; // routed experts + KV, summed over timed steps
+
+    TimedRunner(ModelRunner runner, CountingExperts experts, int batch, long kvBytesPerToken) {
+      this.runner = runner;
+      this.experts = experts;
+      this.batch = batch;
+      this.kvBytesPerToken = kvBytesPerToken;
+    }
+
+    @Override
+    public RunnerOutput execute(SchedulerOutput plan) {
+      experts.takeRoutedBytes();
+      long t0 = System.nanoTime();
+      RunnerOutput out = runner.execute(plan);
+      long t1 = System.nanoTime();
+      boolean fullDecode = plan.chunks().size() == batch
+          && plan.chunks().stream().allMatch(c -> c.numTokens() == 1 && c.startPosition() >= c.numPromptTokens());
+      long routed = experts.takeRoutedBytes();
+      if (fullDecode) {
+        steps++;
+        seconds += (t1 - t0) / 1e9;
+        if (Boolean.getBoolean("tb.debug")) System.err.printf("step %d: %.2f ms%n", steps, (t1 - t0) / 1e6);
+        bytes += routed;
+        for (ScheduledChunk c : plan.chunks()) bytes += (c.startPosition() + 1L) * kvBytesPerToken;
+      }
+      return out;
+    }
+
+    double meanSeconds() {
+      if (steps == 0) throw new IllegalStateException("no step had all " + batch + " requests decoding");
+      return seconds / steps;
+    }
+
+    long meanBytes() {
+      return bytes / Math.max(1, steps);
+    }
+
+    @Override
+    public void close() {
+      runner.close();
+    }
+  }
+
+  private static int positive(String name, String value) {
+    try {
+      int v = Integer.parseInt(value.trim());
+      if (v < 1) throw new IllegalArgumentException(name + " must be at least 1, got " + v);
+      return v;
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException(name + " must be a positive integer, got '" + value + "'");
+    }
+  }
+
+  private static String option(List<String> args, String name, String fallback) {
+    int at = args.indexOf(name);
+    if (at < 0) return fallback;
+    if (at + 1 >= args.size()) throw new IllegalArgumentException(name + " needs a value");
+    return args.get(at + 1);
+  }
+}
