@@ -55,14 +55,14 @@ public final class ThroughputBench {
         DeepseekModel m = DeepseekModel.load(dir, precision, kernels, DemoModels.progress("loading"))) {
       String shape = dir.getFileName() + " " + precision.name().toLowerCase() + ", in " + inputLen + ", out " + outputLen;
       for (int b : batches) {
-        run(m, b, Math.min(inputLen, 64), 32, null); // warm-up: let the JIT compile this batch's paths
         double bandwidth = triad.bytesPerPass() / triad.bestSeconds(threads, 8, 2) / 1e9;
-        Result r = run(m, b, inputLen, outputLen, progress);
+        Result r = measure(m, b, inputLen, outputLen, progress);
         double roofline = b * bandwidth * 1e9 / r.bytesPerDecodeStep();
         results.add(new Measurement("triad", StreamTriad.shape(), threads, bandwidth, "GB/s", null, null, "best of 8"));
         results.add(new Measurement("decode_b" + b, shape, threads, r.decodeTokensPerSecond(), "tok/s",
-            r.decodeTokensPerSecond() / roofline, "roofline", "mean of " + r.decodeSteps() + " full-batch steps"));
-        results.add(new Measurement("tpot_b" + b, shape, threads, r.secondsPerDecodeStep() * 1e3, "ms", null, null, "mean"));
+            r.decodeTokensPerSecond() / roofline, "roofline", "median of " + r.decodeSteps() + " full-batch steps"));
+        results.add(new Measurement("tpot_b" + b, shape, threads, r.secondsPerDecodeStep() * 1e3, "ms", null, null,
+            "median of " + r.decodeSteps() + " full-batch steps"));
         results.add(new Measurement("prefill_b" + b, shape, threads, r.prefillTokensPerSecond(), "tok/s", null, null,
             "until every request has its first token"));
         progress.log("batch %d: prefill %.0f tok/s, decode %.1f tok/s (%.2f of a %.1f tok/s roofline: %d MiB/step at %.0f GB/s), TPOT %.1f ms",
@@ -77,38 +77,45 @@ public final class ThroughputBench {
   record Result(double prefillTokensPerSecond, double decodeTokensPerSecond, double secondsPerDecodeStep, long bytesPerDecodeStep,
       int decodeSteps) {}
 
-  /** Runs {@code batch} requests to completion through an engine core driven on this thread. */
-  static Result run(DeepseekModel model, int batch, int inputLen, int outputLen, Progress progress) {
+  /** A warm-up run (JIT, workspace) and a measured run of {@code batch} requests, on one runner. */
+  static Result measure(DeepseekModel model, int batch, int inputLen, int outputLen, Progress progress) {
     int pageSize = 16, pagesPerRequest = (inputLen + outputLen + pageSize - 1) / pageSize;
     var kvConfig = new KvCacheConfig(batch * pagesPerRequest + 1, pageSize, false);
     var experts = new CountingExperts(model.localExperts());
     long kvBytesPerToken = (long) model.config().latentDim() * model.precision().kvCacheDType().byteSize() * model.config().numHiddenLayers();
-    var kv = new KvCacheManager(kvConfig.numPages(), pageSize, model.directory().toString(), false);
+    try (var runner = new DeepseekRunner(model, experts, kvConfig, null)) {
+      run(model, new TimedRunner(runner, experts, batch, kvBytesPerToken), kvConfig, batch, inputLen, Math.min(outputLen, 8), null);
+      return run(model, new TimedRunner(runner, experts, batch, kvBytesPerToken), kvConfig, batch, inputLen, outputLen, progress);
+    }
+  }
+
+  /** Runs {@code batch} requests to completion through an engine core driven on this thread. */
+  static Result run(DeepseekModel model, TimedRunner timed, KvCacheConfig kvConfig, int batch, int inputLen, int outputLen,
+      Progress progress) {
+    var kv = new KvCacheManager(kvConfig.numPages(), kvConfig.pageSize(), model.directory().toString(), false);
     var scheduler = new Scheduler(new SchedulerConfig(Math.max(2048, batch), batch, SchedulerConfig.Policy.FCFS, true), kv,
         ModelLimits.of(model.config()));
-    var timed = new TimedRunner(new DeepseekRunner(model, experts, kvConfig, null), experts, batch, kvBytesPerToken);
-    try (var core = new EngineCore(scheduler, timed, kv)) { // closes the runner
-      var random = new SplittableRandom(batch);
-      var params = SamplingParams.greedy().toBuilder().ignoreEos(true).build();
-      for (int i = 0; i < batch; i++)
-        core.add(GenerationRequest.of("b" + i, random.ints(inputLen, 300, 4000).toArray(), params, outputLen));
-      long start = System.nanoTime(), allStarted = 0, lastReport = start;
-      var started = new java.util.HashSet<String>();
-      while (core.hasRequests()) {
-        for (RequestOutput out : core.step()) started.add(out.requestId());
-        long now = System.nanoTime();
-        if (allStarted == 0 && started.size() == batch) allStarted = now;
-        if (progress != null && now - lastReport > 10_000_000_000L) {
-          var s = core.stats();
-          progress.log("  batch %d: %d of %d prompt tokens, %d of %d output tokens", batch, s.promptTokens(),
-              (long) batch * inputLen, s.generatedTokens(), (long) batch * outputLen);
-          lastReport = now;
-        }
+    var core = new EngineCore(scheduler, timed, kv); // not closed: the runner outlives it
+    var random = new SplittableRandom(batch);
+    var params = SamplingParams.greedy().toBuilder().ignoreEos(true).build();
+    for (int i = 0; i < batch; i++)
+      core.add(GenerationRequest.of("b" + i, random.ints(inputLen, 300, 4000).toArray(), params, outputLen));
+    long start = System.nanoTime(), allStarted = 0, lastReport = start;
+    var started = new java.util.HashSet<String>();
+    while (core.hasRequests()) {
+      for (RequestOutput out : core.step()) started.add(out.requestId());
+      long now = System.nanoTime();
+      if (allStarted == 0 && started.size() == batch) allStarted = now;
+      if (progress != null && now - lastReport > 10_000_000_000L) {
+        var s = core.stats();
+        progress.log("  batch %d: %d of %d prompt tokens, %d of %d output tokens", batch, s.promptTokens(),
+            (long) batch * inputLen, s.generatedTokens(), (long) batch * outputLen);
+        lastReport = now;
       }
-      double prefillSeconds = (allStarted - start) / 1e9;
-      return new Result(batch * (double) inputLen / prefillSeconds, batch / timed.meanSeconds(), timed.meanSeconds(),
-          model.denseWeightBytes() + timed.meanBytes(), timed.steps);
     }
+    double prefillSeconds = (allStarted - start) / 1e9, step = timed.medianSeconds();
+    return new Result(batch * (double) inputLen / prefillSeconds, batch / step, step, model.denseWeightBytes() + timed.meanBytes(),
+        timed.stepSeconds.size());
   }
 
   /** Times the runner's steps in which all {@code batch} requests decode one token each. */
@@ -117,8 +124,7 @@ public final class ThroughputBench {
     final CountingExperts experts;
     final int batch;
     final long kvBytesPerToken;
-    int steps;
-    double seconds;
+    final List<Double> stepSeconds = new ArrayList<>();
     long bytes; // routed experts + KV, summed over timed steps
 
     TimedRunner(ModelRunner runner, CountingExperts experts, int batch, long kvBytesPerToken) {
@@ -138,27 +144,22 @@ public final class ThroughputBench {
           && plan.chunks().stream().allMatch(c -> c.numTokens() == 1 && c.startPosition() >= c.numPromptTokens());
       long routed = experts.takeRoutedBytes();
       if (fullDecode) {
-        steps++;
-        seconds += (t1 - t0) / 1e9;
-        if (Boolean.getBoolean("tb.debug")) System.err.printf("step %d: %.2f ms%n", steps, (t1 - t0) / 1e6);
+        stepSeconds.add((t1 - t0) / 1e9);
         bytes += routed;
         for (ScheduledChunk c : plan.chunks()) bytes += (c.startPosition() + 1L) * kvBytesPerToken;
       }
       return out;
     }
 
-    double meanSeconds() {
-      if (steps == 0) throw new IllegalStateException("no step had all " + batch + " requests decoding");
-      return seconds / steps;
+    /** The median: a shared 2-core machine throws in outliers that a mean would carry. */
+    double medianSeconds() {
+      if (stepSeconds.isEmpty()) throw new IllegalStateException("no step had all " + batch + " requests decoding");
+      double[] sorted = stepSeconds.stream().mapToDouble(Double::doubleValue).sorted().toArray();
+      return sorted[sorted.length / 2];
     }
 
     long meanBytes() {
-      return bytes / Math.max(1, steps);
-    }
-
-    @Override
-    public void close() {
-      runner.close();
+      return bytes / Math.max(1, stepSeconds.size());
     }
   }
 

@@ -28,14 +28,20 @@ public final class DeepseekRunner implements ModelRunner {
   private final TensorArena cacheArena = TensorArena.open();
   private final TensorArena scratch = TensorArena.workspace(); // one step's temporaries, rewound every step
   private final LatentKvCache cache;
+  private final KvConnector connector;
   private final LogitsObserver observer;
   private boolean closed;
 
-  public DeepseekRunner(DeepseekModel model, ExpertBackend experts, KvCacheConfig kv, LogitsObserver observer) {
+  public DeepseekRunner(DeepseekModel model, ExpertBackend experts, KvCacheConfig kv, KvConnector connector, LogitsObserver observer) {
     this.model = model;
     this.experts = experts;
     this.cache = model.newCache(cacheArena, kv.numPages(), kv.pageSize());
+    this.connector = connector;
     this.observer = observer;
+  }
+
+  public DeepseekRunner(DeepseekModel model, ExpertBackend experts, KvCacheConfig kv, LogitsObserver observer) {
+    this(model, experts, kv, KvConnector.NONE, observer);
   }
 
   public DeepseekRunner(DeepseekModel model, KvCacheConfig kv) {
@@ -46,7 +52,7 @@ public final class DeepseekRunner implements ModelRunner {
   public RunnerOutput execute(SchedulerOutput plan) {
     ForwardBatch batch = batchOf(plan.chunks());
     scratch.reset();
-    Tensor logits = model.forward(batch, cache, experts, scratch).logits();
+    Tensor logits = model.forward(batch, cache, experts, exporter(plan.chunks()), scratch).logits();
     Map<String, SampledToken> sampled = new HashMap<>();
     Map<String, String> failed = new HashMap<>();
     int row = 0;
@@ -62,6 +68,29 @@ public final class DeepseekRunner implements ModelRunner {
       }
     }
     return new RunnerOutput(sampled, failed);
+  }
+
+  /** Prefill role: after each layer, the rows each exporting chunk just wrote go to the connector. */
+  private DeepseekModel.LayerObserver exporter(List<ScheduledChunk> chunks) {
+    List<ScheduledChunk> exporting = chunks.stream().filter(ScheduledChunk::exportKv).toList();
+    if (exporting.isEmpty()) return DeepseekModel.LayerObserver.NONE;
+    return layerId -> {
+      for (ScheduledChunk c : exporting)
+        connector.saveLayer(c.requestId(), layerId, c.startPosition(), cache.readRows(layerId, c.blockTable(), c.startPosition(), c.numTokens()));
+    };
+  }
+
+  @Override
+  public KvConnector.KvSink kvSink(int[] blockTable, int numTokens) {
+    int layers = model.config().numHiddenLayers();
+    return (layerId, start, rows) -> {
+      if (layerId < 0 || layerId >= layers) throw new IllegalArgumentException("layer " + layerId + " is outside [0, " + layers + ")");
+      long rowBytes = (long) model.config().latentDim() * cache.dtype().byteSize();
+      long count = rows.length / rowBytes;
+      if (start < 0 || start + count > numTokens)
+        throw new IllegalArgumentException("positions [" + start + ", " + (start + count) + ") are outside the " + numTokens + " reserved");
+      cache.writeRows(layerId, blockTable, start, rows);
+    };
   }
 
   static ForwardBatch batchOf(List<ScheduledChunk> chunks) {

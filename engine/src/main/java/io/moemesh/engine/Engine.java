@@ -33,6 +33,7 @@ public final class Engine implements AutoCloseable {
 
   public Engine(EngineCore core, String name) {
     this.core = core;
+    core.onLoadResult(() -> commands.add(() -> {})); // wake the loop to apply it
     this.stats = core.stats();
     this.loop = Thread.ofPlatform().name(name).daemon().unstarted(this::run);
     loop.start();
@@ -40,9 +41,16 @@ public final class Engine implements AutoCloseable {
 
   /** An engine over {@code model} with its experts in this process. */
   public static Engine create(DeepseekModel model, SchedulerConfig scheduler, KvCacheConfig kv, DeepseekRunner.LogitsObserver observer) {
+    return create(model, scheduler, kv, KvConnector.NONE, observer);
+  }
+
+  /** An engine that exports or imports prompt KV through {@code connector} (prefill or decode role). */
+  public static Engine create(DeepseekModel model, SchedulerConfig scheduler, KvCacheConfig kv, KvConnector connector,
+      DeepseekRunner.LogitsObserver observer) {
     var manager = new KvCacheManager(kv.numPages(), kv.pageSize(), model.directory().toString(), kv.prefixCaching());
-    var runner = new DeepseekRunner(model, model.localExperts(), kv, observer);
-    return new Engine(new EngineCore(new Scheduler(scheduler, manager, ModelLimits.of(model.config())), runner, manager), "engine-step");
+    var runner = new DeepseekRunner(model, model.localExperts(), kv, connector, observer);
+    var core = new EngineCore(new Scheduler(scheduler, manager, ModelLimits.of(model.config())), runner, manager, connector);
+    return new Engine(core, "engine-step");
   }
 
   /**
@@ -86,7 +94,7 @@ public final class Engine implements AutoCloseable {
   private void run() {
     while (!closed) {
       try {
-        Runnable command = core.hasRequests() ? commands.poll() : commands.take();
+        Runnable command = core.hasWork() ? commands.poll() : commands.take();
         for (; command != null; command = commands.poll()) command.run();
         for (RequestOutput out : core.step()) deliver(out);
         stats = core.stats();

@@ -2,10 +2,12 @@ package io.moemesh.engine;
 
 import io.moemesh.engine.kv.KvCacheManager;
 import io.moemesh.engine.kv.KvCacheUsage;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.ConcurrentLinkedQueue;
 
 /**
  * The step loop's body: {@code schedule() → runner.execute(plan) → scheduler.update(plan, output)}.
@@ -15,19 +17,37 @@ public final class EngineCore implements AutoCloseable {
   private final Scheduler scheduler;
   private final ModelRunner runner;
   private final KvCacheManager kv;
+  private final KvConnector connector;
+  private final ConcurrentLinkedQueue<LoadResult> loadResults = new ConcurrentLinkedQueue<>();
+  private volatile Runnable wakeup = () -> {};
   private long steps, promptTokens, generatedTokens;
 
-  public EngineCore(Scheduler scheduler, ModelRunner runner, KvCacheManager kv) {
+  private record LoadResult(String requestId, String failure) {}
+
+  public EngineCore(Scheduler scheduler, ModelRunner runner, KvCacheManager kv, KvConnector connector) {
     this.scheduler = scheduler;
     this.runner = runner;
     this.kv = kv;
+    this.connector = connector;
+  }
+
+  public EngineCore(Scheduler scheduler, ModelRunner runner, KvCacheManager kv) {
+    this(scheduler, runner, kv, KvConnector.NONE);
+  }
+
+  /** Called (on any thread) when a KV load ends, so a step loop idling on an empty queue wakes up. */
+  void onLoadResult(Runnable wakeup) {
+    this.wakeup = wakeup;
   }
 
   /** Runs one step; returns the updates of every request that gained a token or finished. */
   public List<RequestOutput> step() {
-    if (!scheduler.hasRequests()) return List.of();
+    List<RequestOutput> outputs = new ArrayList<>();
+    for (LoadResult r; (r = loadResults.poll()) != null; ) scheduler.kvLoaded(r.requestId(), r.failure()).ifPresent(outputs::add);
+    if (!scheduler.hasWork()) return outputs;
     SchedulerOutput plan = scheduler.schedule();
-    if (plan.isEmpty()) return List.of();
+    for (SchedulerOutput.KvLoad load : plan.loads()) startLoad(load);
+    if (plan.isEmpty()) return outputs;
     RunnerOutput out;
     try {
       out = runner.execute(plan);
@@ -39,7 +59,26 @@ public final class EngineCore implements AutoCloseable {
       promptTokens += Math.max(0, Math.min(c.numPromptTokens(), c.startPosition() + c.numTokens()) - c.startPosition());
       if (c.samples()) generatedTokens++;
     }
-    return scheduler.update(plan, out);
+    outputs.addAll(scheduler.update(plan, out));
+    return outputs;
+  }
+
+  private void startLoad(SchedulerOutput.KvLoad load) {
+    var once = new java.util.concurrent.atomic.AtomicBoolean();
+    try {
+      connector.load(load.requestId(), load.numTokens(), runner.kvSink(load.blockTable(), load.numTokens()), failure -> {
+        if (!once.compareAndSet(false, true)) return; // a connector calling twice must not free pages twice
+        loadResults.add(new LoadResult(load.requestId(), failure));
+        wakeup.run();
+      });
+    } catch (RuntimeException e) {
+      if (once.compareAndSet(false, true)) loadResults.add(new LoadResult(load.requestId(), "KV load failed to start: " + e.getMessage()));
+    }
+  }
+
+  /** Whether a step now would run anything, or has KV load results to apply. */
+  public boolean hasWork() {
+    return scheduler.hasWork() || !loadResults.isEmpty();
   }
 
   /**
@@ -92,7 +131,7 @@ public final class EngineCore implements AutoCloseable {
 
   public EngineStats stats() {
     KvCacheUsage usage = kv.usage();
-    return new EngineStats(scheduler.numWaiting(), scheduler.numRunning(), scheduler.numQueuedPromptTokens(), usage, steps,
+    return new EngineStats(scheduler.numWaiting(), scheduler.numRunning(), scheduler.numLoadingKv(), scheduler.numQueuedPromptTokens(), usage, steps,
         promptTokens, generatedTokens, scheduler.numPreemptions());
   }
 

@@ -5,10 +5,11 @@ import io.moemesh.engine.kv.KvCacheUsage;
 /**
  * A snapshot for metrics and load reports (the gateway routes on these; autoscalers read them).
  *
+ * @param numLoadingKv requests whose prompt KV is arriving from a store (decode role)
  * @param queuedPromptTokens prompt tokens waiting to be computed
  * @param promptTokens prompt tokens computed so far (prefix hits excluded)
  * @param generatedTokens tokens sampled so far
  * @param preemptions requests sent back to the queue for lack of KV pages so far
  */
-public record EngineStats(int numWaiting, int numRunning, long queuedPromptTokens, KvCacheUsage kvCache, long steps,
+public record EngineStats(int numWaiting, int numRunning, int numLoadingKv, long queuedPromptTokens, KvCacheUsage kvCache, long steps,
     long promptTokens, long generatedTokens, long preemptions) {}

@@ -20,6 +20,7 @@ final class Request {
   int numComputedTokens;
   int numCachedPromptTokens;
   int numPreemptions;
+  boolean importKv; // decode role: the prompt's KV comes from the connector (until a load fails into a recompute)
   String error;
   private int[] tokens; // prompt then output; the first numTokens are valid
   private int numTokens;
@@ -32,6 +33,15 @@ final class Request {
     this.history = TokenCounts.ofPrompt(spec.promptTokenIds());
     this.tokens = Arrays.copyOf(spec.promptTokenIds(), spec.numPromptTokens() + Math.min(spec.maxTokens(), 256));
     this.numTokens = spec.numPromptTokens();
+    if (spec.handoff() instanceof KvHandoff.Import imported) {
+      importKv = true;
+      appendPrior(imported.firstToken());
+      sampler.skipDraws(imported.sampledDraws());
+    }
+  }
+
+  boolean exportsKv() {
+    return spec.handoff() instanceof KvHandoff.Export;
   }
 
   String id() {
@@ -65,10 +75,15 @@ final class Request {
   }
 
   void append(SampledToken token) {
+    appendPrior(token);
+    unsent.add(token);
+  }
+
+  /** An output token that was streamed elsewhere (the prefill's first token). */
+  private void appendPrior(SampledToken token) {
     if (numTokens == tokens.length) tokens = Arrays.copyOf(tokens, tokens.length * 2);
     tokens[numTokens++] = token.tokenId();
     history.addGenerated(token.tokenId());
-    unsent.add(token);
   }
 
   /** Tokens appended since the last call. */

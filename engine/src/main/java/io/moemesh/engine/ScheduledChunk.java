@@ -12,9 +12,10 @@ import io.moemesh.model.sampling.TokenCounts;
  * @param blockTable the request's KV page ids in position order
  * @param sampler the request's sampler, or null for a chunk that ends inside the prompt
  * @param history the request's token counts for the penalties, or null with {@code sampler}
+ * @param exportKv prefill role: hand each layer's KV of these rows to the {@link KvConnector}
  */
 public record ScheduledChunk(String requestId, int[] tokens, int startPosition, int numPromptTokens, int[] blockTable,
-    Sampler sampler, TokenCounts history) {
+    Sampler sampler, TokenCounts history, boolean exportKv) {
 
   public int numTokens() {
     return tokens.length;

@@ -32,6 +32,8 @@ public final class Scheduler {
   private final Comparator<Request> order;
   private final TreeSet<Request> waiting;
   private final List<Request> running = new ArrayList<>(); // kept in policy order
+  private final Map<String, Request> loading = new HashMap<>(); // WAITING_FOR_REMOTE_KV: pages reserved, KV arriving
+  private final java.util.Set<String> abortedWhileLoading = new java.util.HashSet<>(); // pages held until the load ends
   private final Map<String, Request> requests = new HashMap<>();
   private long arrivals, preemptions;
 
@@ -75,6 +77,15 @@ public final class Scheduler {
     return !requests.isEmpty();
   }
 
+  /** Requests a step could run now (false while every request is only waiting for its KV to arrive). */
+  public boolean hasWork() {
+    return !waiting.isEmpty() || !running.isEmpty();
+  }
+
+  public int numLoadingKv() {
+    return loading.size();
+  }
+
   public int numWaiting() {
     return waiting.size();
   }
@@ -114,15 +125,26 @@ public final class Scheduler {
       chunks.add(chunk(r, n));
       budget -= n;
     }
-    if (preempted.isEmpty()) budget = admit(budget, chunks);
-    return new SchedulerOutput(chunks, preempted);
+    List<SchedulerOutput.KvLoad> loads = new ArrayList<>();
+    if (preempted.isEmpty()) admit(budget, chunks, loads);
+    return new SchedulerOutput(chunks, preempted, loads);
   }
 
-  private int admit(int budget, List<ScheduledChunk> chunks) {
+  private void admit(int budget, List<ScheduledChunk> chunks, List<SchedulerOutput.KvLoad> loads) {
     int bucket = -1;
-    while (budget > 0 && running.size() < config.maxRunningRequests() && !waiting.isEmpty()) {
+    while (budget > 0 && running.size() + loading.size() < config.maxRunningRequests() && !waiting.isEmpty()) {
       Request r = nextWaiting(bucket);
-      PrefixHit hit = kv.holds(r.id()) ? null : kv.findPrefix(r.allTokens(), Math.min(r.numPromptTokens(), r.numTokens() - 1));
+      if (r.importKv) { // decode role: reserve pages for the prompt and the first token, then fetch the prompt's KV
+        if (!kv.allocate(r.id(), null, r.numTokens())) break;
+        r.status = RequestStatus.WAITING_FOR_REMOTE_KV;
+        waiting.remove(r);
+        loading.put(r.id(), r);
+        loads.add(new SchedulerOutput.KvLoad(r.id(), r.numPromptTokens(), kv.blockTable(r.id())));
+        continue;
+      }
+      // an exported prompt ships every position, so it computes them all rather than reusing cached pages
+      PrefixHit hit = kv.holds(r.id()) || r.exportsKv() ? null
+          : kv.findPrefix(r.allTokens(), Math.min(r.numPromptTokens(), r.numTokens() - 1));
       int computed = hit == null ? r.numComputedTokens : hit.numPages() * kv.pageSize();
       int n = Math.min(r.numTokens() - computed, budget);
       if (!kv.allocate(r.id(), hit, computed + n)) break; // head of line waits for pages
@@ -135,7 +157,6 @@ public final class Scheduler {
       budget -= n;
       if (bucket < 0) bucket = lengthBucket(r);
     }
-    return budget;
   }
 
   /** The first waiting request in policy order, or after the first admission the first of its length bucket. */
@@ -153,7 +174,36 @@ public final class Scheduler {
     int start = r.numComputedTokens;
     boolean reachesEnd = start + n == r.numTokens();
     return new ScheduledChunk(r.id(), r.tokens(start, start + n), start, r.numPromptTokens(), kv.blockTable(r.id()),
-        reachesEnd ? r.sampler : null, reachesEnd ? r.history : null);
+        reachesEnd ? r.sampler : null, reachesEnd ? r.history : null, r.exportsKv());
+  }
+
+  /**
+   * A request's KV load ended: with {@code failure} null it joins the running batch with its prompt computed;
+   * otherwise its {@link KvHandoff.OnLoadFailure} policy applies. Returns the request's final output if this
+   * finished it.
+   */
+  public Optional<RequestOutput> kvLoaded(String id, String failure) {
+    if (abortedWhileLoading.remove(id)) { // the connector is done with the pages: now they can go
+      kv.free(id);
+      return Optional.empty();
+    }
+    Request r = loading.remove(id);
+    if (r == null) return Optional.empty();
+    r.importKv = false;
+    if (failure == null) {
+      r.numComputedTokens = r.numPromptTokens();
+      r.status = RequestStatus.RUNNING;
+      insertRunning(r);
+      kv.cacheFullPages(r.id(), r.allTokens(), r.numPromptTokens());
+      return Optional.empty();
+    }
+    var policy = ((KvHandoff.Import) r.spec.handoff()).onFailure();
+    if (policy == KvHandoff.OnLoadFailure.FAIL)
+      return Optional.of(finish(r, RequestStatus.FINISHED_ERROR, "the prompt's KV could not be loaded: " + failure));
+    kv.free(r.id()); // RECOMPUTE: the prompt runs here, like any local request
+    r.status = RequestStatus.WAITING;
+    waiting.add(r);
+    return Optional.empty();
   }
 
   private void preempt(Request r) {
@@ -214,12 +264,13 @@ public final class Scheduler {
   }
 
   private RequestOutput finish(Request r, RequestStatus status, String error) {
+    if (loading.remove(r.id()) != null) abortedWhileLoading.add(r.id()); // the connector may still write its pages
+    else kv.free(r.id());
     r.status = status;
     r.error = error;
     running.remove(r);
     waiting.remove(r);
     requests.remove(r.id());
-    kv.free(r.id());
     return r.output();
   }
 }

@@ -8,12 +8,21 @@ import java.util.List;
  *
  * @param chunks the requests of this step, each once
  * @param preempted requests sent back to the queue this step (their pages were freed)
+ * @param loads decode role: requests whose pages are reserved and whose prompt KV should now be fetched
  */
-public record SchedulerOutput(List<ScheduledChunk> chunks, List<String> preempted) {
+public record SchedulerOutput(List<ScheduledChunk> chunks, List<String> preempted, List<KvLoad> loads) {
+
+  /** Fetch the first {@code numTokens} positions of a request's KV into its pages {@code blockTable}. */
+  public record KvLoad(String requestId, int numTokens, int[] blockTable) {}
 
   public SchedulerOutput {
     chunks = List.copyOf(chunks);
     preempted = List.copyOf(preempted);
+    loads = List.copyOf(loads);
+  }
+
+  public SchedulerOutput(List<ScheduledChunk> chunks, List<String> preempted) {
+    this(chunks, preempted, List.of());
   }
 
   public int numScheduledTokens() {

@@ -73,15 +73,29 @@ public final class DeepseekModel implements AutoCloseable {
   /** The hidden states after the final norm and the logits of the batch's {@code logitRows}. */
   public record Output(Tensor hidden, Tensor logits) {}
 
+  /** Told after each decoder layer of a forward pass, once that layer's KV of the batch is in the cache. */
+  @FunctionalInterface
+  public interface LayerObserver {
+    LayerObserver NONE = layerId -> {};
+
+    void afterLayer(int layerId);
+  }
+
   /** Runs the main model over {@code batch}, writing its KV; results live in {@code scratch}. */
   public Output forward(ForwardBatch batch, LatentKvCache cache, ExpertBackend experts, TensorArena scratch) {
+    return forward(batch, cache, experts, LayerObserver.NONE, scratch);
+  }
+
+  /** As {@link #forward(ForwardBatch, LatentKvCache, ExpertBackend, TensorArena)}, telling {@code observer} as each layer's KV lands (layer-wise KV transfer). */
+  public Output forward(ForwardBatch batch, LatentKvCache cache, ExpertBackend experts, LayerObserver observer, TensorArena scratch) {
     checkPages(batch, cache);
     Tensor positions = scratch.ofInts(batch.positions(), batch.numRows());
     Tensor h = embed(kernels, embed, batch.tokens(), scratch);
-    for (DecoderLayer layer : layers) {
+    for (int i = 0; i < layers.length; i++) {
       long mark = scratch.mark(); // a layer's temporaries die with it; h lives on
-      layer.forward(kernels, h, batch, positions, rope, cache, experts, config.rmsNormEps(), scratch);
+      layers[i].forward(kernels, h, batch, positions, rope, cache, experts, config.rmsNormEps(), scratch);
       scratch.release(mark);
+      observer.afterLayer(i);
     }
     return logits(kernels, h, batch.logitRows(), norm, head, config.rmsNormEps(), scratch);
   }

@@ -70,6 +70,45 @@ public final class LatentKvCache {
     }
   }
 
+  /**
+   * The raw bytes (cache dtype, little-endian, row-major {@code (count, latentDim)}) of positions
+   * {@code [from, from + count)} of one layer of a sequence: what KV transfer ships.
+   */
+  public byte[] readRows(int layerId, int[] blockTable, int from, int count) {
+    int rowBytes = pages[layerId].dim(2) * dtype().byteSize();
+    byte[] out = new byte[count * rowBytes];
+    forEachRun(blockTable, from, count, (rows, at) -> rows.asReadOnlyBytes().get(out, at * rowBytes, rows.dim(0) * rowBytes), layerId);
+    return out;
+  }
+
+  /** Stores rows produced by {@link #readRows} (same dtype and latent width) at positions {@code [from, from + n)}. */
+  public void writeRows(int layerId, int[] blockTable, int from, byte[] data) {
+    int rowBytes = pages[layerId].dim(2) * dtype().byteSize();
+    if (data.length % rowBytes != 0)
+      throw new IllegalArgumentException(data.length + " bytes are not whole rows of " + rowBytes + " bytes (" + dtype() + ")");
+    int count = data.length / rowBytes;
+    if ((from + count + pageSize - 1) / pageSize > blockTable.length)
+      throw new IllegalArgumentException("positions up to " + (from + count) + " need more than the " + blockTable.length + " page(s) given");
+    forEachRun(blockTable, from, count,
+        (rows, at) -> rows.copyFromBytes(java.nio.ByteBuffer.wrap(data, at * rowBytes, rows.dim(0) * rowBytes)), layerId);
+  }
+
+  private interface RowRun {
+    void accept(Tensor rows, int offset);
+  }
+
+  /** Calls {@code run} for each page-contiguous run of positions {@code [from, from + count)}, with its offset in the range. */
+  private void forEachRun(int[] blockTable, int from, int count, RowRun run, int layerId) {
+    Tensor all = pages[layerId];
+    Tensor flat = all.reshape(all.dim(0) * pageSize, all.dim(2));
+    for (int p = from; p < from + count; ) {
+      int inPage = Math.min(pageSize - p % pageSize, from + count - p);
+      int row = blockTable[p / pageSize] * pageSize + p % pageSize;
+      run.accept(flat.rows(row, row + inPage), p - from);
+      p += inPage;
+    }
+  }
+
   private Tensor tokenRow(int layerId, int[] blockTable, int position) {
     int page = blockTable[position / pageSize];
     int row = page * pageSize + position % pageSize;

@@ -55,6 +55,14 @@ public final class Sampler {
     this.random = params.seed() != null ? new SplittableRandom(params.seed()) : new SplittableRandom();
   }
 
+  /**
+   * Advances the random stream past {@code draws} samples taken elsewhere (a prefill engine sampled the first
+   * token), so this sampler continues exactly where that one stopped.
+   */
+  public void skipDraws(int draws) {
+    for (int i = 0; i < draws; i++) random.nextDouble();
+  }
+
   public SamplingParams params() {
     return params;
   }

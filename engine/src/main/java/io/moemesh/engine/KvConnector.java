@@ -1,0 +1,45 @@
+package io.moemesh.engine;
+
+import java.util.function.Consumer;
+
+/**
+ * The engine's port to a KV store (ARCHITECTURE.md, "KV cache format and store"). Rows are raw bytes of the
+ * cache's dtype, row-major {@code (tokens, kv_lora_rank + qk_rope_head_dim)}, little-endian.
+ */
+public interface KvConnector {
+  /** For engines that neither export nor import. */
+  KvConnector NONE = new KvConnector() {
+    @Override
+    public void saveLayer(String requestId, int layerId, int startPosition, byte[] rows) {
+      throw new IllegalStateException("request " + requestId + " exports KV but the engine has no KV connector");
+    }
+
+    @Override
+    public void load(String requestId, int numTokens, KvSink sink, Consumer<String> done) {
+      done.accept("the engine has no KV connector to load request " + requestId + "'s KV from");
+    }
+  };
+
+  /**
+   * Prefill role: one layer's rows for positions {@code [startPosition, startPosition + rows)} of an exporting
+   * request, called on the step thread as soon as the layer is computed. The array is the connector's to keep.
+   * Rows may come again (a preempted request recomputes its prompt): the bytes are then identical.
+   */
+  void saveLayer(String requestId, int layerId, int startPosition, byte[] rows);
+
+  /**
+   * Decode role: fetches the KV of the first {@code numTokens} positions of {@code requestId} and writes every
+   * layer through {@code sink}, then calls {@code done} exactly once — with null on success, else the reason —
+   * from any thread. The request's pages are reserved until then, even if it is aborted meanwhile.
+   */
+  void load(String requestId, int numTokens, KvSink sink, Consumer<String> done);
+
+  /** Writes loaded rows into a request's reserved pages; safe to call from the connector's threads. */
+  interface KvSink {
+    /**
+     * @throws IllegalArgumentException for a layer or positions outside the request's reservation, or rows that
+     *     are not whole rows of the cache's dtype
+     */
+    void writeLayer(int layerId, int startPosition, byte[] rows);
+  }
+}

@@ -1,0 +1,58 @@
+package io.moemesh.engine;
+
+import java.io.ByteArrayOutputStream;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.function.Consumer;
+
+/**
+ * A KV store in a map, for disaggregation tests: a prefill engine saves into it, a decode engine loads from it
+ * on another thread. Loads of ids in {@link #lost} fail; loads of ids in {@link #held} wait for {@link #release}.
+ */
+final class InMemoryKvConnector implements KvConnector, AutoCloseable {
+  final Map<String, Map<Integer, TreeMap<Integer, byte[]>>> objects = new ConcurrentHashMap<>();
+  final java.util.Set<String> lost = ConcurrentHashMap.newKeySet();
+  final java.util.Set<String> held = ConcurrentHashMap.newKeySet();
+  private final Map<String, Runnable> parked = new ConcurrentHashMap<>();
+  private final ExecutorService loader = Executors.newSingleThreadExecutor();
+
+  @Override
+  public void saveLayer(String requestId, int layerId, int startPosition, byte[] rows) {
+    objects.computeIfAbsent(requestId, k -> new ConcurrentHashMap<>()).computeIfAbsent(layerId, k -> new TreeMap<>()).put(startPosition, rows);
+  }
+
+  @Override
+  public void load(String requestId, int numTokens, KvSink sink, Consumer<String> done) {
+    Runnable work = () -> {
+      if (lost.contains(requestId)) {
+        done.accept("object " + requestId + " is gone");
+        return;
+      }
+      try {
+        var layers = objects.get(requestId);
+        for (var layer : layers.entrySet()) {
+          var bytes = new ByteArrayOutputStream();
+          layer.getValue().values().forEach(bytes::writeBytes); // chunks in position order, from 0
+          sink.writeLayer(layer.getKey(), 0, bytes.toByteArray());
+        }
+        done.accept(null);
+      } catch (RuntimeException e) {
+        done.accept(e.toString());
+      }
+    };
+    if (held.contains(requestId)) parked.put(requestId, work);
+    else loader.execute(work);
+  }
+
+  void release(String requestId) {
+    loader.execute(parked.remove(requestId));
+  }
+
+  @Override
+  public void close() {
+    loader.shutdownNow();
+  }
+}
