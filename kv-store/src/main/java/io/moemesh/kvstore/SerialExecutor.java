@@ -4,12 +4,14 @@ import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.jboss.logging.Logger;
 
 /**
  * Runs tasks one at a time, in submission order, on a shared pool: one per stream, so a stream's callbacks
  * (frame, half-close, cancel) keep their order off the event loop without holding a pool thread between them.
  */
 final class SerialExecutor implements Executor {
+  private static final Logger LOG = Logger.getLogger(SerialExecutor.class);
   private final Executor pool;
   private final Queue<Runnable> tasks = new ConcurrentLinkedQueue<>();
   private final AtomicInteger queued = new AtomicInteger();
@@ -26,7 +28,11 @@ final class SerialExecutor implements Executor {
 
   private void drain() {
     do {
-      tasks.poll().run(); // tasks handle their own failures: one must not stop the ones behind it
+      try {
+        tasks.poll().run();
+      } catch (RuntimeException | Error e) { // tasks answer their own failures; this only keeps the queue moving
+        LOG.error("stream task failed", e);
+      }
     } while (queued.decrementAndGet() != 0);
   }
 }

@@ -69,6 +69,21 @@ class KvStoreGrpcServiceTest {
   }
 
   @Test
+  void framesAboveGrpcsDefault4MiBLimitAreAccepted() {
+    String key = key();
+    KvLayout layout = layout(1, 4096); // one 4.7 MB frame: a 4096-token prefill chunk of one layer
+    byte[][] layers = randomLayers(layout, 11);
+    put(List.of(start(key, layout), rows(0, 0, 4096, layers[0]), end()));
+    byte[] got = new byte[4096 * ROW_BYTES];
+    List<GetResponse> frames = get(key);
+    assertThat(frames).hasSize(1 + 293); // 4096 rows in frames of 14
+    for (GetResponse frame : frames.subList(1, frames.size())) {
+      frame.getLayer().getRows().getData().copyTo(got, frame.getLayer().getTokenStart() * ROW_BYTES);
+    }
+    assertThat(got).isEqualTo(layers[0]);
+  }
+
+  @Test
   void getBeforePutEndIsNotFoundThenTheCommittedObjectIs() {
     String key = key();
     KvLayout layout = layout(2, 20);
