@@ -62,6 +62,7 @@ public final class KvObjectStore implements AutoCloseable {
   /**
    * Phase one of a put: validates, claims the key and reserves the memory.
    *
+   * @param pageHashes one chain hash per full page, or none (never null)
    * @param lease the lease from commit on; null or zero for the default
    * @throws KvStoreException INVALID_ARGUMENT, ALREADY_EXISTS or RESOURCE_EXHAUSTED
    */
@@ -221,7 +222,7 @@ public final class KvObjectStore implements AutoCloseable {
 
   /**
    * Finds the committed object (live, released or expired but still held) whose page hashes share the
-   * longest leading run with {@code pageHashes}; ties go to a gettable object, then the most recently used.
+   * longest leading run with {@code pageHashes}; ties go to a gettable object, then the most recently committed.
    */
   public Optional<PrefixMatch> lookupPrefix(long[] pageHashes) {
     if (pageHashes.length == 0) return Optional.empty();
@@ -246,7 +247,7 @@ public final class KvObjectStore implements AutoCloseable {
   }
 
   private static boolean preferable(KvObject candidate, KvObject best, Instant now) {
-    return !best.isLive(now) || candidate.isLive(now); // same liveness: later in LRU order = more recent
+    return !best.isLive(now) || candidate.isLive(now); // same liveness: the later committed (set order) wins
   }
 
   /** Frees every expired, unpinned object; returns how many. The service calls it periodically. */

@@ -12,17 +12,27 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowable;
 import static org.awaitility.Awaitility.await;
 
+import io.grpc.Channel;
 import io.grpc.Status;
+import io.grpc.stub.ClientCallStreamObserver;
+import io.grpc.stub.ClientResponseObserver;
+import io.moemesh.proto.kvstore.v1.KvStoreGrpc;
+import io.micrometer.core.instrument.MeterRegistry;
+import jakarta.inject.Inject;
 import io.grpc.StatusRuntimeException;
+import io.moemesh.proto.kvstore.v1.ExtendLeaseRequest;
 import io.moemesh.proto.kvstore.v1.GetRequest;
 import io.moemesh.proto.kvstore.v1.GetResponse;
 import io.moemesh.proto.kvstore.v1.KvLayout;
 import io.moemesh.proto.kvstore.v1.KvStore;
 import io.moemesh.proto.kvstore.v1.LayerRows;
+import io.moemesh.proto.kvstore.v1.LookupPrefixRequest;
 import io.moemesh.proto.kvstore.v1.PutFrame;
 import io.moemesh.proto.kvstore.v1.PutOutcome;
 import io.moemesh.proto.kvstore.v1.PutResponse;
 import io.moemesh.proto.kvstore.v1.PutRevoke;
+import io.moemesh.proto.kvstore.v1.ReleaseRequest;
+import io.moemesh.proto.kvstore.v1.StatsRequest;
 import io.quarkus.grpc.GrpcClient;
 import io.quarkus.test.junit.QuarkusTest;
 import io.smallrye.mutiny.Multi;
@@ -42,6 +52,12 @@ class KvStoreGrpcServiceTest {
 
   @GrpcClient("kvstore")
   KvStore kvStore;
+
+  @GrpcClient("kvstore")
+  Channel channel;
+
+  @Inject
+  MeterRegistry meters;
 
   @Test
   void putStreamThenGetStreamRoundTripsByteExact() {
@@ -168,11 +184,11 @@ class KvStoreGrpcServiceTest {
     KvLayout layout = layout(1, 16);
     put(fullPut(key, layout, randomLayers(layout, 7)));
     long before = System.currentTimeMillis();
-    var extended = kvStore.extendLease(io.moemesh.proto.kvstore.v1.ExtendLeaseRequest.newBuilder().setKey(key)
+    var extended = kvStore.extendLease(ExtendLeaseRequest.newBuilder().setKey(key)
         .setTtl(ProtoMapping.duration(Duration.ofSeconds(120))).build()).await().atMost(TIMEOUT);
     long endMillis = extended.getLeaseExpireTime().getSeconds() * 1000 + extended.getLeaseExpireTime().getNanos() / 1_000_000;
     assertThat(endMillis).isBetween(before + 119_000, System.currentTimeMillis() + 120_000);
-    assertStatus(() -> kvStore.extendLease(io.moemesh.proto.kvstore.v1.ExtendLeaseRequest.newBuilder().setKey(key)
+    assertStatus(() -> kvStore.extendLease(ExtendLeaseRequest.newBuilder().setKey(key)
         .setTtl(ProtoMapping.duration(Duration.ofHours(1))).build()).await().atMost(TIMEOUT), Status.Code.INVALID_ARGUMENT, "ttl PT1H exceeds the store's max-lease PT10M");
 
     release(key);
@@ -182,19 +198,82 @@ class KvStoreGrpcServiceTest {
   }
 
   @Test
+  void expiredObjectIsNotFound() {
+    String key = key();
+    KvLayout layout = layout(1, 16);
+    List<PutFrame> frames = new ArrayList<>(fullPut(key, layout, randomLayers(layout, 12)));
+    frames.set(0, frames.getFirst().toBuilder().setStart(frames.getFirst().getStart().toBuilder()
+        .setLease(ProtoMapping.duration(Duration.ofMillis(1)))).build());
+    put(frames);
+    awaitGetFails(key, "object '" + key + "' has a lease that expired at "); // the test reaper runs hourly
+  }
+
+  @Test
+  void getStreamFollowsTheReadersPaceAndUnpinsOnCancel() throws Exception {
+    String key = key();
+    KvLayout layout = layout(2, 4096); // 9.4 MB in 16 KiB frames
+    put(fullPut(key, layout, randomLayers(layout, 13)));
+    double sentBefore = meters.counter("moemesh.kvstore.get.bytes").count();
+    SlowReader reader = new SlowReader(3); // takes three frames, then reads nothing
+    KvStoreGrpc.newStub(channel).get(GetRequest.newBuilder().setKey(key).build(), reader);
+    assertThat(reader.firstFrames).succeedsWithin(TIMEOUT).asList().hasSize(3);
+    assertThat(stats().getPinnedObjects()).isEqualTo(1);
+    reader.call.cancel("decode has enough", null);
+    await().atMost(5, TimeUnit.SECONDS).pollInterval(Duration.ofMillis(20)).until(() -> stats().getPinnedObjects() == 0);
+    // the server stopped at the transport's flow-control windows (about 1 MiB), not at the object's end
+    double sent = meters.counter("moemesh.kvstore.get.bytes").count() - sentBefore;
+    assertThat(sent).isLessThan(4096 * ROW_BYTES);
+    release(key);
+  }
+
+  /** A client that asks for {@code frames} frames and no more: grpc-java's manual inbound flow control. */
+  static final class SlowReader implements ClientResponseObserver<GetRequest, GetResponse> {
+    final CompletableFuture<List<GetResponse>> firstFrames = new CompletableFuture<>();
+    final List<GetResponse> frames = new ArrayList<>();
+    final int wanted;
+    volatile ClientCallStreamObserver<GetRequest> call;
+
+    SlowReader(int wanted) {
+      this.wanted = wanted;
+    }
+
+    @Override
+    public void beforeStart(ClientCallStreamObserver<GetRequest> call) {
+      this.call = call;
+      call.disableAutoRequestWithInitial(wanted);
+    }
+
+    @Override
+    public synchronized void onNext(GetResponse frame) {
+      frames.add(frame);
+      if (frames.size() == wanted) firstFrames.complete(List.copyOf(frames));
+    }
+
+    @Override
+    public void onError(Throwable t) {
+      firstFrames.completeExceptionally(t);
+    }
+
+    @Override
+    public void onCompleted() {
+      firstFrames.completeExceptionally(new AssertionError("the whole object arrived"));
+    }
+  }
+
+  @Test
   void lookupPrefixFindsTheLongestLeadingRun() {
     long base = UUID.randomUUID().getMostSignificantBits();
     KvLayout layout = layout(1, 48);
     String shorter = key(), longer = key();
     put(fullPut(shorter, layout, randomLayers(layout, 8), base, base + 1, base + 9));
     put(fullPut(longer, layout, randomLayers(layout, 9), base, base + 1, base + 2));
-    var match = kvStore.lookupPrefix(io.moemesh.proto.kvstore.v1.LookupPrefixRequest.newBuilder()
+    var match = kvStore.lookupPrefix(LookupPrefixRequest.newBuilder()
         .addPageHashes(base).addPageHashes(base + 1).addPageHashes(base + 2).addPageHashes(base + 3).build()).await().atMost(TIMEOUT);
     assertThat(match.getKey()).isEqualTo(longer);
     assertThat(match.getMatchedPages()).isEqualTo(3);
     assertThat(match.getMatchedTokens()).isEqualTo(48);
     assertThat(match.getGettable()).isTrue();
-    var none = kvStore.lookupPrefix(io.moemesh.proto.kvstore.v1.LookupPrefixRequest.newBuilder().addPageHashes(base - 1).build())
+    var none = kvStore.lookupPrefix(LookupPrefixRequest.newBuilder().addPageHashes(base - 1).build())
         .await().atMost(TIMEOUT);
     assertThat(none.getMatchedPages()).isZero();
     assertThat(none.getKey()).isEmpty();
@@ -205,7 +284,7 @@ class KvStoreGrpcServiceTest {
     String key = key();
     KvLayout layout = layout(1, 16);
     put(fullPut(key, layout, randomLayers(layout, 10)));
-    var stats = kvStore.stats(io.moemesh.proto.kvstore.v1.StatsRequest.getDefaultInstance()).await().atMost(TIMEOUT);
+    var stats = stats();
     assertThat(stats.getMaxBytes()).isEqualTo(64L << 20);
     assertThat(stats.getLiveObjects()).isPositive();
     assertThat(stats.getUsedBytes()).isGreaterThanOrEqualTo(16L * ROW_BYTES).isLessThanOrEqualTo(stats.getMaxBytes());
@@ -225,8 +304,12 @@ class KvStoreGrpcServiceTest {
     return kvStore.get(GetRequest.newBuilder().setKey(key).build()).collect().asList().await().atMost(TIMEOUT);
   }
 
+  io.moemesh.proto.kvstore.v1.StatsResponse stats() {
+    return kvStore.stats(StatsRequest.getDefaultInstance()).await().atMost(TIMEOUT);
+  }
+
   void release(String key) {
-    kvStore.release(io.moemesh.proto.kvstore.v1.ReleaseRequest.newBuilder().setKey(key).build()).await().atMost(TIMEOUT);
+    kvStore.release(ReleaseRequest.newBuilder().setKey(key).build()).await().atMost(TIMEOUT);
   }
 
   void awaitGetFails(String key, String messagePart) {
