@@ -216,7 +216,7 @@ class KvStoreGrpcServiceTest {
     double sentBefore = meters.counter("moemesh.kvstore.get.bytes").count();
     SlowReader reader = new SlowReader(3); // takes three frames, then reads nothing
     KvStoreGrpc.newStub(channel).get(GetRequest.newBuilder().setKey(key).build(), reader);
-    assertThat(reader.firstFrames).succeedsWithin(TIMEOUT).asList().hasSize(3);
+    assertThat(reader.firstFrames.get(TIMEOUT.toSeconds(), TimeUnit.SECONDS)).hasSize(3);
     assertThat(stats().getPinnedObjects()).isEqualTo(1);
     reader.call.cancel("decode has enough", null);
     await().atMost(5, TimeUnit.SECONDS).pollInterval(Duration.ofMillis(20)).until(() -> stats().getPinnedObjects() == 0);
