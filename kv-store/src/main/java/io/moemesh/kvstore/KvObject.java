@@ -25,6 +25,7 @@ final class KvObject {
   final long[] pageHashes; // one chain hash per full page, or empty
   final Duration lease; // counted from commit
   final long bytes;
+  private volatile Instant lastWrite; // start or latest row write: a put idle too long is reaped
 
   // guarded by the store lock
   State state = State.WRITING;
@@ -37,7 +38,8 @@ final class KvObject {
   private BitSet[] writtenRows; // per layer, while WRITING
   private boolean sealed; // committed or freed: no more writes
 
-  KvObject(String key, KvLayout layout, long[] pageHashes, Duration lease) {
+  KvObject(String key, KvLayout layout, long[] pageHashes, Duration lease, Instant startedAt) {
+    this.lastWrite = startedAt;
     this.key = key;
     this.layout = layout;
     this.pageHashes = pageHashes;
@@ -55,8 +57,9 @@ final class KvObject {
   }
 
   /** Copies {@code rowCount} rows (already validated against the layout) into layer {@code layerId}. */
-  synchronized void writeRows(int layerId, int tokenStart, int rowCount, ByteBuffer rows) {
-    if (sealed) throw KvStoreException.precondition("object '%s' is no longer being written (committed or revoked)", key);
+  synchronized void writeRows(int layerId, int tokenStart, int rowCount, ByteBuffer rows, Instant now) {
+    if (sealed) throw notWriting();
+    lastWrite = now;
     BitSet written = writtenRows[layerId];
     int clash = written.nextSetBit(tokenStart);
     if (clash >= 0 && clash < tokenStart + rowCount) {
@@ -70,7 +73,7 @@ final class KvObject {
 
   /** Seals the object if every row is written, else describes what is missing (and stays writable). */
   synchronized String sealIfComplete() {
-    if (sealed) throw KvStoreException.precondition("object '%s' is no longer being written (committed or revoked)", key);
+    if (sealed) throw notWriting();
     List<String> missing = new ArrayList<>();
     int incompleteLayers = 0;
     for (int l = 0; l < writtenRows.length; l++) {
@@ -103,6 +106,14 @@ final class KvObject {
       arena = null;
       data = null;
     }
+  }
+
+  Instant lastWrite() {
+    return lastWrite;
+  }
+
+  private KvStoreException notWriting() {
+    return KvStoreException.precondition("object '%s' is no longer being written (committed, revoked, or reaped after put-idle-timeout)", key);
   }
 
   boolean isExpired(Instant now) {

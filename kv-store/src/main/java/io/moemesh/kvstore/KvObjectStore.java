@@ -21,19 +21,20 @@ import java.util.Set;
  * commits it, immutable from then on, with a lease counted from the commit; {@link PendingPut#revoke} frees
  * it instead. A committed object is gettable by key while its lease runs and until {@link #release}; a
  * {@link #get} pins it, and pinned objects are never freed. Released objects stay as prefix-lookup hints
- * until their memory is needed; expired ones are freed by {@link #reapExpired} or by eviction. Live objects
- * are never evicted: when they fill the store, a put fails with RESOURCE_EXHAUSTED.
+ * until their memory is needed; expired ones are freed by {@link #reap} (which also revokes puts idle for
+ * too long) or by eviction. Live objects are never evicted: when they fill the store, a put fails with
+ * RESOURCE_EXHAUSTED.
  *
  * <p>Thread-safe. Metadata changes hold one lock briefly; row copies and memory frees happen outside it.
  */
 public final class KvObjectStore implements AutoCloseable {
 
-  /** The configured bounds: memory, default and maximum lease. */
-  public record Limits(long maxBytes, Duration defaultLease, Duration maxLease) {}
+  /** The configured bounds: memory, default and maximum lease, and how long a put may stay silent. */
+  public record Limits(long maxBytes, Duration defaultLease, Duration maxLease, Duration putIdleTimeout) {}
 
   /** Figures at one instant (the gRPC Stats reply and the metrics gauges). */
   public record Stats(long maxBytes, long usedBytes, long writingBytes, int writingObjects, int liveObjects,
-      int evictableObjects, int pinnedObjects, long evictionsTotal, long expiredTotal) {}
+      int evictableObjects, int pinnedObjects, long evictionsTotal, long expiredTotal, long abandonedPutsTotal) {}
 
   /** The best prefix match: {@code matchedPages} leading pages of the query equal the object's. */
   public record PrefixMatch(String key, int matchedPages, int matchedTokens, boolean gettable) {}
@@ -49,12 +50,14 @@ public final class KvObjectStore implements AutoCloseable {
   private long usedBytes;
   private long evictionsTotal;
   private long expiredTotal;
+  private long abandonedPutsTotal;
 
   public KvObjectStore(Limits limits, InstantSource clock) {
     if (limits.maxBytes() < 1) throw new IllegalArgumentException("maxBytes must be ≥ 1, got " + limits.maxBytes());
     if (limits.defaultLease().compareTo(limits.maxLease()) > 0 || !limits.defaultLease().isPositive()) {
       throw new IllegalArgumentException("need 0 < defaultLease ≤ maxLease, got " + limits);
     }
+    if (!limits.putIdleTimeout().isPositive()) throw new IllegalArgumentException("putIdleTimeout must be > 0, got " + limits);
     this.limits = limits;
     this.clock = clock;
   }
@@ -73,7 +76,7 @@ public final class KvObjectStore implements AutoCloseable {
       throw KvStoreException.invalid("put of '%s': %d page hashes for %d full pages (%d tokens / page size %d); send one per full page or none",
           key, pageHashes.length, layout.numFullPages(), layout.numTokens(), layout.pageSize());
     }
-    KvObject object = new KvObject(key, layout, pageHashes.clone(), leaseOrDefault(lease, "lease"));
+    KvObject object = new KvObject(key, layout, pageHashes.clone(), leaseOrDefault(lease, "lease"), clock.instant());
     List<KvObject> toFree = new ArrayList<>();
     try {
       synchronized (lock) {
@@ -178,6 +181,10 @@ public final class KvObjectStore implements AutoCloseable {
     }
   }
 
+  Instant now() {
+    return clock.instant();
+  }
+
   void unpin(KvObject object) {
     synchronized (lock) {
       object.pins--;
@@ -250,19 +257,29 @@ public final class KvObjectStore implements AutoCloseable {
     return !best.isLive(now) || candidate.isLive(now); // same liveness: the later committed (set order) wins
   }
 
-  /** Frees every expired, unpinned object; returns how many. The service calls it periodically. */
-  public int reapExpired() {
-    List<KvObject> expired = new ArrayList<>();
+  /**
+   * Frees every expired, unpinned object, and every put that received no frame for {@code putIdleTimeout}
+   * (a stuck writer whose stream stays open would otherwise hold its reservation forever); returns how many.
+   * The service calls it periodically.
+   */
+  public int reap() {
+    List<KvObject> reaped = new ArrayList<>();
     synchronized (lock) {
       Instant now = clock.instant();
+      Instant idleSince = now.minus(limits.putIdleTimeout());
       for (KvObject o : objects.values()) {
-        if (o.pins == 0 && o.isExpired(now)) expired.add(o);
+        if (o.pins == 0 && o.isExpired(now)) {
+          reaped.add(o);
+          expiredTotal++;
+        } else if (o.state == KvObject.State.WRITING && !o.lastWrite().isAfter(idleSince)) {
+          reaped.add(o);
+          abandonedPutsTotal++;
+        }
       }
-      expired.forEach(this::remove);
-      expiredTotal += expired.size();
+      reaped.forEach(this::remove);
     }
-    expired.forEach(KvObject::free);
-    return expired.size();
+    reaped.forEach(KvObject::free);
+    return reaped.size();
   }
 
   public Stats stats() {
@@ -285,7 +302,7 @@ public final class KvObjectStore implements AutoCloseable {
         evictable++;
       }
     }
-    return new Stats(limits.maxBytes(), usedBytes, writingBytes, writing, live, evictable, pinned, evictionsTotal, expiredTotal);
+    return new Stats(limits.maxBytes(), usedBytes, writingBytes, writing, live, evictable, pinned, evictionsTotal, expiredTotal, abandonedPutsTotal);
   }
 
   /** Frees every object (shutdown). Readers still streaming will fail. */

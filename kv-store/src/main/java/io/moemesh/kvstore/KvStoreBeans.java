@@ -13,7 +13,8 @@ public class KvStoreBeans {
   @Produces
   @Singleton
   KvObjectStore store(KvStoreConfig config) {
-    var limits = new KvObjectStore.Limits(config.maxBytes().asLongValue(), config.defaultLease(), config.maxLease());
+    var limits = new KvObjectStore.Limits(config.maxBytes().asLongValue(), config.defaultLease(), config.maxLease(),
+        config.putIdleTimeout());
     return new KvObjectStore(limits, InstantSource.system());
   }
 

@@ -21,7 +21,14 @@ public interface KvStoreConfig {
   @WithDefault("10m")
   Duration maxLease();
 
-  /** How often objects whose lease expired (and that no Get pins) are freed. */
+  /**
+   * A put whose stream delivered no frame for this long is revoked by the reaper (as Mooncake discards stale
+   * PutStarts): a stuck prefill must not hold its reservation while its stream stays open.
+   */
+  @WithDefault("60s")
+  Duration putIdleTimeout();
+
+  /** How often objects whose lease expired (and that no Get pins) and idle puts are freed. */
   @WithDefault("1s")
   Duration reaperInterval();
 

@@ -91,7 +91,8 @@ public class KvStoreGrpcService extends KvStoreGrpc.KvStoreImplBase {
       KvObjectStore.Stats s = store.stats();
       return StatsResponse.newBuilder().setMaxBytes(s.maxBytes()).setUsedBytes(s.usedBytes()).setWritingBytes(s.writingBytes())
           .setWritingObjects(s.writingObjects()).setLiveObjects(s.liveObjects()).setEvictableObjects(s.evictableObjects())
-          .setPinnedObjects(s.pinnedObjects()).setEvictionsTotal(s.evictionsTotal()).setExpiredTotal(s.expiredTotal()).build();
+          .setPinnedObjects(s.pinnedObjects()).setEvictionsTotal(s.evictionsTotal()).setExpiredTotal(s.expiredTotal())
+          .setAbandonedPutsTotal(s.abandonedPutsTotal()).build();
     });
   }
 

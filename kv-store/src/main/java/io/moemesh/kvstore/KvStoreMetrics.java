@@ -13,7 +13,7 @@ import java.util.function.ToDoubleFunction;
  * The store's meters on {@code /q/metrics}: {@code moemesh_kvstore_bytes}, {@code moemesh_kvstore_objects{state}},
  * {@code moemesh_kvstore_evictions_total}, {@code moemesh_kvstore_put_bytes_total}, {@code moemesh_kvstore_get_bytes_total},
  * {@code moemesh_kvstore_put_seconds} (PutStart to commit), {@code moemesh_kvstore_get_seconds} (Get to last frame),
- * {@code moemesh_kvstore_puts_total{outcome}}.
+ * {@code moemesh_kvstore_puts_total{outcome}}, {@code moemesh_kvstore_expired_total}, {@code moemesh_kvstore_abandoned_puts_total}.
  */
 @Singleton
 public class KvStoreMetrics {
@@ -37,6 +37,8 @@ public class KvStoreMetrics {
         .description("Released or expired objects evicted to make room for a put").register(registry);
     FunctionCounter.builder("moemesh.kvstore.expired", store, s -> s.stats().expiredTotal())
         .description("Objects freed by the reaper after their lease expired").register(registry);
+    FunctionCounter.builder("moemesh.kvstore.abandoned.puts", store, s -> s.stats().abandonedPutsTotal())
+        .description("Puts revoked by the reaper after put-idle-timeout without a frame").register(registry);
     putBytes = Counter.builder("moemesh.kvstore.put.bytes").description("Row bytes received by puts").register(registry);
     getBytes = Counter.builder("moemesh.kvstore.get.bytes").description("Row bytes sent by gets").register(registry);
     putLatency = Timer.builder("moemesh.kvstore.put").description("PutStart to committed object").register(registry);

@@ -9,7 +9,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import org.jboss.logging.Logger;
 
-/** Frees expired, unpinned objects every {@code reaper-interval}, on its own thread (frees are handshakes). */
+/** Frees expired, unpinned objects and idle puts every {@code reaper-interval}, on its own thread (frees are handshakes). */
 @Startup
 @Singleton
 public class LeaseReaper {
@@ -34,8 +34,8 @@ public class LeaseReaper {
 
   private void reap() {
     try {
-      int freed = store.reapExpired();
-      if (freed > 0) LOG.debugf("freed %d expired objects", freed);
+      int freed = store.reap();
+      if (freed > 0) LOG.debugf("freed %d expired objects or idle puts", freed);
     } catch (RuntimeException e) {
       LOG.error("reaper run failed", e); // keep the schedule alive; liveness reports a stalled reaper
     }

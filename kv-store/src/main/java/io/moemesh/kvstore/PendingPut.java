@@ -55,7 +55,7 @@ public final class PendingPut {
       throw KvStoreException.invalid("%s: rows data has %d bytes, shape (%d, %d) of %s needs %d",
           where, data.remaining(), rowCount, layout.latentDim(), dtype, expected);
     }
-    object.writeRows(layerId, tokenStart, rowCount, data);
+    object.writeRows(layerId, tokenStart, rowCount, data, store.now());
   }
 
   /**

@@ -6,10 +6,11 @@
  * {@code revoke} frees it); readers never see a half-written object. Every object has a lease counted from
  * its commit; {@code get} pins it (pinned objects are never freed). {@code release} and lease expiry make an
  * object evictable and no longer gettable by key; a released object stays as a {@code LookupPrefix} hint
- * ({@code gettable=false}) until a put needs its memory, an expired one until the reaper frees it. Eviction
- * takes released/expired unpinned objects, least recently used first, and never a live one: a store full of
- * live objects rejects the put (RESOURCE_EXHAUSTED, with the figures). A key held by a released or expired
- * object may be put again (the old object is dropped).
+ * ({@code gettable=false}) until a put needs its memory, an expired one until the reaper frees it. The
+ * reaper also revokes a put that sent no frame for {@code put-idle-timeout}, so a stuck writer cannot hold
+ * memory. Eviction takes released/expired unpinned objects, least recently used first, and never a live one:
+ * a store full of live objects rejects the put (RESOURCE_EXHAUSTED, with the figures). A key held by a
+ * released or expired object may be put again (the old object is dropped).
  *
  * <p><b>Threads</b>: gRPC callbacks arrive on Vert.x event loops and do no copying there. Unary calls only
  * touch metadata under the store's short lock. The Put and Get streams move rows on the {@link

@@ -29,7 +29,7 @@ class KvObjectStoreTest {
   KvObjectStore store = newStore(4 * OBJECT_BYTES);
 
   KvObjectStore newStore(long maxBytes) {
-    return new KvObjectStore(new KvObjectStore.Limits(maxBytes, Duration.ofSeconds(30), Duration.ofMinutes(5)), clock);
+    return new KvObjectStore(new KvObjectStore.Limits(maxBytes, Duration.ofSeconds(30), Duration.ofMinutes(5), Duration.ofMinutes(1)), clock);
   }
 
   @AfterEach
@@ -125,7 +125,7 @@ class KvObjectStoreTest {
       put.revoke();
       assertThat(store.stats()).extracting(KvObjectStore.Stats::usedBytes, KvObjectStore.Stats::writingObjects).containsExactly(0L, 0);
       assertError(() -> put.writeRows(0, 1, KvDType.BF16, new long[] {1, 4}, ByteBuffer.allocate(8)), Reason.FAILED_PRECONDITION,
-          "object 'a' is no longer being written (committed or revoked)");
+          "object 'a' is no longer being written");
       assertError(() -> store.get("a"), Reason.NOT_FOUND, "object 'a' does not exist");
       put("a", new long[0]); // the key is free again
     }
@@ -172,12 +172,30 @@ class KvObjectStoreTest {
       put("c", new long[0], Duration.ofMinutes(1));
       ObjectReader pinned = store.get("b");
       clock.advance(Duration.ofSeconds(31));
-      assertThat(store.reapExpired()).isEqualTo(1);
+      assertThat(store.reap()).isEqualTo(1);
       assertThat(pinned.readRows(0, 0, 1)).hasSize(8); // still readable while pinned
       pinned.close();
-      assertThat(store.reapExpired()).isEqualTo(1);
+      assertThat(store.reap()).isEqualTo(1);
       assertThat(store.stats()).extracting(KvObjectStore.Stats::usedBytes, KvObjectStore.Stats::liveObjects, KvObjectStore.Stats::expiredTotal)
           .containsExactly(OBJECT_BYTES, 1, 2L);
+    }
+  }
+
+  @Nested
+  class IdlePuts {
+    @Test
+    void putSilentForTheIdleTimeoutIsReapedAndItsWriterToldSo() {
+      PendingPut idle = store.putStart("idle", LAYOUT, new long[0], null);
+      PendingPut busy = store.putStart("busy", LAYOUT, new long[0], null);
+      clock.advance(Duration.ofSeconds(59));
+      busy.writeRows(0, 0, KvDType.BF16, new long[] {1, 4}, ByteBuffer.allocate(8)); // a frame restarts the clock
+      clock.advance(Duration.ofSeconds(1));
+      assertThat(store.reap()).isEqualTo(1);
+      assertError(() -> idle.writeRows(0, 0, KvDType.BF16, new long[] {1, 4}, ByteBuffer.allocate(8)), Reason.FAILED_PRECONDITION,
+          "object 'idle' is no longer being written (committed, revoked, or reaped after put-idle-timeout)");
+      assertThat(store.stats()).extracting(KvObjectStore.Stats::abandonedPutsTotal, KvObjectStore.Stats::writingBytes)
+          .containsExactly(1L, OBJECT_BYTES);
+      busy.revoke();
     }
   }
 

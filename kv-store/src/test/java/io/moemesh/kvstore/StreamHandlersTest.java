@@ -32,7 +32,7 @@ class StreamHandlersTest {
   static final KvLayout LAYOUT = new KvLayout(2, 8, 4, KvDType.BF16, 4);
   static final Executor DIRECT = Runnable::run;
 
-  final KvObjectStore store = new KvObjectStore(new KvObjectStore.Limits(1 << 20, Duration.ofSeconds(30), Duration.ofMinutes(5)), InstantSource.system());
+  final KvObjectStore store = new KvObjectStore(new KvObjectStore.Limits(1 << 20, Duration.ofSeconds(30), Duration.ofMinutes(5), Duration.ofMinutes(1)), InstantSource.system());
   final KvStoreMetrics metrics = new KvStoreMetrics(new SimpleMeterRegistry(), store);
 
   @AfterEach
