@@ -82,14 +82,31 @@ public final class DeepseekRunner implements ModelRunner {
 
   @Override
   public KvConnector.KvSink kvSink(int[] blockTable, int numTokens) {
-    int layers = model.config().numHiddenLayers();
-    return (layerId, start, rows) -> {
-      if (layerId < 0 || layerId >= layers) throw new IllegalArgumentException("layer " + layerId + " is outside [0, " + layers + ")");
-      long rowBytes = (long) model.config().latentDim() * cache.dtype().byteSize();
-      long count = rows.length / rowBytes;
-      if (start < 0 || start + count > numTokens)
-        throw new IllegalArgumentException("positions [" + start + ", " + (start + count) + ") are outside the " + numTokens + " reserved");
-      cache.writeRows(layerId, blockTable, start, rows);
+    int layers = model.config().numHiddenLayers(), latentDim = model.config().latentDim();
+    return new KvConnector.KvSink() {
+      @Override
+      public void writeLayer(int layerId, int start, byte[] rows) {
+        if (layerId < 0 || layerId >= layers) throw new IllegalArgumentException("layer " + layerId + " is outside [0, " + layers + ")");
+        long count = rows.length / ((long) latentDim * cache.dtype().byteSize());
+        if (start < 0 || start + count > numTokens)
+          throw new IllegalArgumentException("positions [" + start + ", " + (start + count) + ") are outside the " + numTokens + " reserved");
+        cache.writeRows(layerId, blockTable, start, rows);
+      }
+
+      @Override
+      public io.moemesh.kernels.DType dtype() {
+        return cache.dtype();
+      }
+
+      @Override
+      public int latentDim() {
+        return latentDim;
+      }
+
+      @Override
+      public int numLayers() {
+        return layers;
+      }
     };
   }
 

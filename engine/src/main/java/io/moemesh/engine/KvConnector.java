@@ -41,5 +41,14 @@ public interface KvConnector {
      *     are not whole rows of the cache's dtype
      */
     void writeLayer(int layerId, int startPosition, byte[] rows);
+
+    /** The cache's element type: rows must be in it. */
+    io.moemesh.kernels.DType dtype();
+
+    /** Values per token and layer ({@code kv_lora_rank + qk_rope_head_dim}). */
+    int latentDim();
+
+    /** Layers to load. */
+    int numLayers();
   }
 }

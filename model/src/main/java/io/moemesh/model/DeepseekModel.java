@@ -123,6 +123,11 @@ public final class DeepseekModel implements AutoCloseable {
     return LatentKvCache.allocate(arena, config, precision.kvCacheDType(), layers.length + mtp.length, numPages, pageSize);
   }
 
+  /** Bytes one token's latent KV takes in a cache from {@link #newCache} (every layer, MTP included). */
+  public long newCacheBytesPerToken() {
+    return (long) (layers.length + mtp.length) * config.latentDim() * precision.kvCacheDType().byteSize();
+  }
+
   /** Every position a chunk writes or reads has a page, and every page exists: checked before anything is written. */
   private void checkPages(ForwardBatch batch, LatentKvCache cache) {
     if (cache.numLayers() < layers.length + mtp.length)

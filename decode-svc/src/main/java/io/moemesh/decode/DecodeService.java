@@ -1,0 +1,93 @@
+package io.moemesh.decode;
+
+import io.grpc.Status;
+import io.moemesh.engine.GenerationRequest;
+import io.moemesh.engine.KvHandoff;
+import io.moemesh.engine.RequestOutput;
+import io.moemesh.proto.common.v1.LoadReport;
+import io.moemesh.proto.common.v1.LoadReportRequest;
+import io.moemesh.proto.decode.v1.Decode;
+import io.moemesh.proto.decode.v1.GenerateRequest;
+import io.moemesh.proto.decode.v1.GenerateResponse;
+import io.moemesh.proto.decode.v1.LoadFailurePolicy;
+import io.quarkus.grpc.GrpcService;
+import io.smallrye.mutiny.Multi;
+import io.smallrye.mutiny.Uni;
+import io.smallrye.mutiny.subscription.MultiEmitter;
+import jakarta.inject.Inject;
+import org.eclipse.microprofile.config.inject.ConfigProperty;
+
+/**
+ * Decode over gRPC: adapts the wire to the engine and back, nothing else. Tokens go out as the engine's step
+ * loop produces them (the emitter is thread-safe); a cancelled call aborts the request in whatever state.
+ */
+@GrpcService
+public class DecodeService implements Decode {
+  @Inject EngineHost host;
+
+  @ConfigProperty(name = "moemesh.decode.on-load-failure", defaultValue = "recompute")
+  String defaultOnLoadFailure;
+
+  @Override
+  public Multi<GenerateResponse> generate(GenerateRequest request) {
+    return Multi.createFrom().emitter(emitter -> {
+      GenerationRequest spec;
+      try {
+        spec = toEngine(request);
+      } catch (IllegalArgumentException e) {
+        emitter.fail(Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException());
+        return;
+      }
+      var engine = host.engine();
+      if (request.hasTicket()) host.connector().expect(spec.id(), request.getTicket());
+      emitter.onTermination(() -> {
+        engine.abort(spec.id()); // a no-op once finished
+        host.connector().forget(spec.id());
+      });
+      try {
+        engine.submit(spec, output -> emit(emitter, output));
+      } catch (IllegalArgumentException e) {
+        host.connector().forget(spec.id());
+        emitter.fail(Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException());
+      }
+    });
+  }
+
+  private static void emit(MultiEmitter<? super GenerateResponse> emitter, RequestOutput out) {
+    var b = GenerateResponse.newBuilder().addAllTokens(ProtoMapping.tokens(out.newTokens())).setUsage(ProtoMapping.usage(out.usage()));
+    if (out.finished()) {
+      b.setFinishReason(ProtoMapping.finishReason(out.status()));
+      if (out.error() != null) b.setError(out.error());
+    }
+    emitter.emit(b.build());
+    if (out.finished()) emitter.complete();
+  }
+
+  private GenerationRequest toEngine(GenerateRequest r) {
+    int[] prompt = r.getPromptTokenIdsList().stream().mapToInt(Integer::intValue).toArray();
+    KvHandoff handoff = KvHandoff.LOCAL;
+    if (r.hasTicket()) {
+      if (!r.hasFirstToken()) throw new IllegalArgumentException("a request with a KV ticket needs the prefill's first_token");
+      if (r.getTicket().getNumTokens() != prompt.length)
+        throw new IllegalArgumentException("the ticket holds " + r.getTicket().getNumTokens() + " tokens but the prompt has " + prompt.length);
+      handoff = new KvHandoff.Import(ProtoMapping.token(r.getFirstToken()), r.getSampledDraws(), onLoadFailure(r.getOnLoadFailure()));
+    }
+    return new GenerationRequest(r.getRequestId(), prompt, ProtoMapping.sampling(r.getSampling()), r.getMaxTokens(), r.getPriority(), handoff);
+  }
+
+  private KvHandoff.OnLoadFailure onLoadFailure(LoadFailurePolicy p) {
+    return switch (p) {
+      case LOAD_FAILURE_POLICY_FAIL -> KvHandoff.OnLoadFailure.FAIL;
+      case LOAD_FAILURE_POLICY_RECOMPUTE -> KvHandoff.OnLoadFailure.RECOMPUTE;
+      case LOAD_FAILURE_POLICY_UNSPECIFIED, UNRECOGNIZED -> KvHandoff.OnLoadFailure.valueOf(defaultOnLoadFailure.toUpperCase(java.util.Locale.ROOT));
+    };
+  }
+
+  @Override
+  public Uni<LoadReport> load(LoadReportRequest request) {
+    return Uni.createFrom().item(() -> {
+      var loaded = host.loaded();
+      return ProtoMapping.loadReport(loaded.engine().stats(), loaded.config().maxPositionEmbeddings());
+    });
+  }
+}
