@@ -4,6 +4,7 @@ import io.grpc.Status;
 import io.moemesh.engine.GenerationRequest;
 import io.moemesh.engine.KvHandoff;
 import io.moemesh.engine.RequestOutput;
+import io.moemesh.enginehost.EngineHost;
 import io.moemesh.proto.common.v1.LoadReport;
 import io.moemesh.proto.common.v1.LoadReportRequest;
 import io.moemesh.proto.decode.v1.Decode;
@@ -24,6 +25,7 @@ import org.eclipse.microprofile.config.inject.ConfigProperty;
 @GrpcService
 public class DecodeService implements Decode {
   @Inject EngineHost host;
+  @Inject StoreKvConnector connector;
 
   @ConfigProperty(name = "moemesh.decode.on-load-failure", defaultValue = "recompute")
   String defaultOnLoadFailure;
@@ -39,15 +41,15 @@ public class DecodeService implements Decode {
         return;
       }
       var engine = host.engine();
-      if (request.hasTicket()) host.connector().expect(spec.id(), request.getTicket());
+      if (request.hasTicket()) connector.expect(spec.id(), request.getTicket());
       emitter.onTermination(() -> {
         engine.abort(spec.id()); // a no-op once finished
-        host.connector().forget(spec.id());
+        connector.forget(spec.id());
       });
       try {
         engine.submit(spec, output -> emit(emitter, output));
       } catch (IllegalArgumentException e) {
-        host.connector().forget(spec.id());
+        connector.forget(spec.id());
         emitter.fail(Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException());
       }
     });

@@ -13,6 +13,8 @@ import io.moemesh.proto.kvstore.v1.KvStoreGrpc;
 import io.moemesh.proto.kvstore.v1.ReleaseRequest;
 import io.moemesh.proto.kvstore.v1.ReleaseResponse;
 import io.moemesh.proto.prefill.v1.KvTicket;
+import jakarta.annotation.PreDestroy;
+import jakarta.enterprise.context.ApplicationScoped;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
@@ -24,7 +26,8 @@ import org.jboss.logging.Logger;
  * kv-store named in the ticket layer by layer (each frame lands in the request's reserved pages as it
  * arrives), checks that every layer's every token came, then releases the object.
  */
-public final class StoreKvConnector implements KvConnector, AutoCloseable {
+@ApplicationScoped
+public class StoreKvConnector implements KvConnector {
   private static final Logger LOG = Logger.getLogger(StoreKvConnector.class);
   private static final long LOAD_DEADLINE_SECONDS = 60;
   private final Map<String, KvTicket> tickets = new ConcurrentHashMap<>();
@@ -150,8 +153,8 @@ public final class StoreKvConnector implements KvConnector, AutoCloseable {
         a -> ManagedChannelBuilder.forTarget(a).usePlaintext().maxInboundMessageSize(64 << 20).build());
   }
 
-  @Override
-  public void close() {
+  @PreDestroy
+  void close() {
     channels.values().forEach(ManagedChannel::shutdownNow);
   }
 }

@@ -1,27 +1,31 @@
-package io.moemesh.decode;
+package io.moemesh.enginehost;
 
 import io.grpc.Status;
 import io.moemesh.engine.Engine;
 import io.moemesh.engine.EngineSettings;
+import io.moemesh.engine.KvConnector;
 import io.moemesh.engine.LoadedEngine;
 import io.quarkus.runtime.ShutdownEvent;
 import io.quarkus.runtime.StartupEvent;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.event.Observes;
+import jakarta.inject.Inject;
 import java.util.concurrent.atomic.AtomicReference;
 import org.eclipse.microprofile.config.ConfigProvider;
 import org.jboss.logging.Logger;
 
 /**
- * Loads the model and runs the engine (in decode role: prompt KV imported from kv-store). Loading runs on its
- * own thread so the process answers health checks meanwhile; readiness turns green when the engine is up.
+ * Loads the model and runs the engine, with the service's {@link KvConnector} bean (prefill: export to
+ * kv-store; decode: import from it). Loading runs on its own thread so the process answers health checks
+ * meanwhile; readiness turns green when the engine is up. Settings: {@code moemesh.engine.*}
+ * ({@link EngineSettings#fromConfig}).
  */
 @ApplicationScoped
 public class EngineHost {
   private static final Logger LOG = Logger.getLogger(EngineHost.class);
   private final AtomicReference<LoadedEngine> loaded = new AtomicReference<>();
   private final AtomicReference<String> failure = new AtomicReference<>();
-  private final StoreKvConnector connector = new StoreKvConnector();
+  @Inject KvConnector connector;
 
   void start(@Observes StartupEvent event) {
     Thread.ofPlatform().name("engine-load").start(() -> {
@@ -41,7 +45,6 @@ public class EngineHost {
   void stop(@Observes ShutdownEvent event) {
     LoadedEngine e = loaded.getAndSet(null);
     if (e != null) e.close();
-    connector.close();
   }
 
   /** The running engine, or UNAVAILABLE while it loads (or if it failed to). */
@@ -63,9 +66,5 @@ public class EngineHost {
 
   public String failure() {
     return failure.get();
-  }
-
-  public StoreKvConnector connector() {
-    return connector;
   }
 }

@@ -1,4 +1,4 @@
-package io.moemesh.decode;
+package io.moemesh.enginehost;
 
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.inject.Inject;
