@@ -37,26 +37,34 @@ extern "C" {
 
 /* CPU paths */
 #define MK_ISA_PORTABLE 0
-#define MK_ISA_AVX512 1      /* AVX-512 F/BW/VL + VNNI + BF16 */
+#define MK_ISA_AVX512 1      /* AVX-512 F/BW/VL/DQ + VNNI + BF16 */
+#define MK_ISA_AVX512_NO_BF16 2 /* AVX-512 F/BW/VL/DQ + VNNI without BF16: every op as MK_ISA_AVX512 except the
+                                 * BF16 x BF16 matmul, which runs the portable C kernel */
 
 typedef struct mk_context mk_context;
 
 /* A context with `threads` threads (the caller's plus threads-1 workers); `isa` = -1 picks the best the
- * CPU supports, else forces MK_ISA_PORTABLE / MK_ISA_AVX512 (error if unsupported). Null on failure. */
+ * CPU supports (MK_ISA_AVX512, else MK_ISA_AVX512_NO_BF16, else MK_ISA_PORTABLE), else forces that path
+ * (null if the CPU cannot run it). Null on failure. */
 mk_context *mk_context_create(int32_t threads, int32_t isa);
 void mk_context_destroy(mk_context *ctx);
 int32_t mk_context_isa(const mk_context *ctx);
 int32_t mk_context_threads(const mk_context *ctx);
 /* Whether this CPU can run MK_ISA_AVX512. */
 int32_t mk_cpu_has_avx512(void);
+/* Whether this CPU can run the path `isa` (MK_ISA_*); 0 for an unknown code. */
+int32_t mk_cpu_supports(int32_t isa);
 
 /* Runs a register-only INT8 multiply-accumulate loop (VPDPBUSD on AVX-512) `iterations` times on every
  * thread of the context and returns the INT8 operations done (2 per multiply-add); the caller times it.
  * This is the machine's achievable INT8 peak, the yardstick of the GEMM benchmark. */
 double mk_int8_peak_ops(mk_context *ctx, int64_t iterations);
 
-/* out(n,m) F32 = x(n,k) F32 · w(m,k)ᵀ, w dtype MK_F32 or MK_BF16. */
-int32_t mk_matmul(mk_context *ctx, float *out, int64_t ldo, const float *x, int64_t ldx,
+/* out(n,m) F32 = x(n,k) · w(m,k)ᵀ: out[t][o] = Σ_j x[t][j]·w[o][j], one fixed order per element whatever n.
+ *  - x MK_F32, w MK_F32 or MK_BF16 (BF16 upcast exactly): F32 multiply-adds.
+ *  - x MK_BF16, w MK_BF16: every product exact, summed in F32 (AVX512-BF16 VDPBF16PS where the path has it;
+ *    it flushes subnormal BF16 inputs and F32 partial sums to zero). x BF16 with w F32 is MK_E_DTYPE. */
+int32_t mk_matmul(mk_context *ctx, float *out, int64_t ldo, const void *x, int32_t x_dtype, int64_t ldx,
                   const void *w, int32_t w_dtype, int64_t ldw, int64_t n, int64_t m, int64_t k);
 
 /* Per-row symmetric INT8: q(n,k), scales(n), x(n,k) of dtype MK_F32 or MK_BF16. */

@@ -1,4 +1,5 @@
-/* AVX-512 row kernels (F, BW, VL, DQ, VNNI, BF16), chosen at run time when the CPU has them.
+/* AVX-512 row kernels (F, BW, VL, DQ, VNNI), chosen at run time when the CPU has them; the BF16 x BF16
+ * matmul tiles (AVX512-BF16) are in avx512_bf16.c.
  *
  * Reduction order is fixed per output element: one 16-lane (or 64-byte) accumulator walked over k in
  * register-sized chunks, the tail loaded under a mask, then one fixed-tree horizontal sum. Tiles of
@@ -325,6 +326,7 @@ static double int8_peak_loop(int64_t iterations) {
 const mk_isa mk_isa_avx512 = {
     .id = MK_ISA_AVX512,
     .matmul_tile = matmul_tile,
+    .matmul_bf16_tile = mk_avx512_matmul_bf16_tile,
     .prepare_x_bf16 = prepare_x_bf16,
     .dot_u8i8_tile = dot_u8i8_tile,
     .gemm_u8i8_4x6 = gemm_u8i8_4x6,

@@ -149,27 +149,39 @@ static mk_pool *pool_create(int32_t workers) {
   return p;
 }
 
-MK_EXPORT int32_t mk_cpu_has_avx512(void) {
+MK_EXPORT int32_t mk_cpu_supports(int32_t isa) {
+  if (isa == MK_ISA_PORTABLE) return 1;
 #if defined(__x86_64__)
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-         __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bf16");
-#else
-  return 0;
+  int base = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+             __builtin_cpu_supports("avx512vnni");
+  if (isa == MK_ISA_AVX512_NO_BF16) return base;
+  if (isa == MK_ISA_AVX512) return base && __builtin_cpu_supports("avx512bf16");
 #endif
+  return 0;
 }
+
+MK_EXPORT int32_t mk_cpu_has_avx512(void) { return mk_cpu_supports(MK_ISA_AVX512); }
 
 MK_EXPORT mk_context *mk_context_create(int32_t threads, int32_t isa) {
   if (threads < 1 || threads > MK_MAX_THREADS) return NULL;
-  const mk_isa *chosen = &mk_isa_portable;
-#if defined(__x86_64__)
-  if ((isa == -1 || isa == MK_ISA_AVX512) && mk_cpu_has_avx512()) chosen = &mk_isa_avx512;
-#endif
-  if (isa != -1 && chosen->id != isa) return NULL;
+  if (isa == -1)
+    isa = mk_cpu_supports(MK_ISA_AVX512) ? MK_ISA_AVX512
+          : mk_cpu_supports(MK_ISA_AVX512_NO_BF16) ? MK_ISA_AVX512_NO_BF16 : MK_ISA_PORTABLE;
+  if (!mk_cpu_supports(isa)) return NULL;
   mk_context *ctx = calloc(1, sizeof(mk_context));
   if (ctx == NULL) return NULL;
-  ctx->isa = chosen;
+  ctx->isa = &mk_isa_portable;
+#if defined(__x86_64__)
+  if (isa == MK_ISA_AVX512) ctx->isa = &mk_isa_avx512;
+  if (isa == MK_ISA_AVX512_NO_BF16) {
+    ctx->table = mk_isa_avx512;
+    ctx->table.id = MK_ISA_AVX512_NO_BF16;
+    ctx->table.matmul_bf16_tile = mk_isa_portable.matmul_bf16_tile;
+    ctx->isa = &ctx->table;
+  }
+#endif
   ctx->threads = threads;
   if (threads > 1) {
     ctx->pool = pool_create(threads - 1);

@@ -41,6 +41,10 @@ typedef struct mk_isa {
   /* out[t*ldo + o] for t < mr, o < nr: dot(x row t, w row o) over k; mr, nr <= 4. w dtype F32 or BF16. */
   void (*matmul_tile)(float *out, int64_t ldo, const float *x, int64_t ldx, const void *w, int32_t w_bf16,
                       int64_t ldw, int64_t mr, int64_t nr, int64_t k);
+  /* out[t*ldo + o] for t < mr, o < nr: dot(x row t, w row o) over k, both BF16, every product exact, summed
+   * in F32. The same per-(t, o) steps for every mr, nr (any size; the GEMV uses (n, 1), the GEMM (4, 4)). */
+  void (*matmul_bf16_tile)(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, const uint16_t *w, int64_t ldw,
+                           int64_t mr, int64_t nr, int64_t k);
   /* When not null: the layout matmul_tile wants x in for BF16 weights (xp and x both length k). */
   void (*prepare_x_bf16)(float *xp, const float *x, int64_t k);
   /* acc[t*MK_I8_NR + o] = Σ xu[t][j] * w[o][j] with xu = x + 128 as unsigned bytes; mr <= 4 (0: sums only),
@@ -73,11 +77,15 @@ typedef struct mk_isa {
 extern const mk_isa mk_isa_portable;
 #if defined(__x86_64__)
 extern const mk_isa mk_isa_avx512;
+/* VDPBF16PS tiles (avx512_bf16.c, the only file built with -mavx512bf16); mk_isa_avx512's matmul_bf16_tile. */
+void mk_avx512_matmul_bf16_tile(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, const uint16_t *w,
+                                int64_t ldw, int64_t mr, int64_t nr, int64_t k);
 #endif
 
 struct mk_pool;
 struct mk_context {
-  const mk_isa *isa;
+  const mk_isa *isa; /* a static table, or `table` below */
+  mk_isa table;      /* MK_ISA_AVX512_NO_BF16: the AVX-512 table with the portable BF16 x BF16 kernel */
   int32_t threads;
   struct mk_pool *pool;
 };

@@ -1,4 +1,4 @@
-/* The linear-algebra ops of the ABI: matmul (F32/BF16 weights), INT8 quantization and A8W8 matmul. Each
+/* The linear-algebra ops of the ABI: matmul (F32 x F32/BF16, BF16 x BF16), INT8 quantization and A8W8 matmul. Each
  * splits output columns (weight rows) or rows across threads and loops over the ISA's tiles. */
 #include "mk_internal.h"
 
@@ -15,15 +15,15 @@
 typedef struct {
   const mk_isa *isa;
   float *out;
-  const float *x;
+  const void *x;
   const void *w;
   int64_t ldo, ldx, ldw, n, k;
-  int32_t w_bf16;
+  int32_t x_bf16, w_bf16;
 } matmul_job;
 
 static void matmul_range(void *raw, int64_t o_begin, int64_t o_end) {
   matmul_job *j = raw;
-  size_t wsize = j->w_bf16 ? 2 : 4;
+  size_t xsize = j->x_bf16 ? 2 : 4, wsize = j->w_bf16 ? 2 : 4;
   int64_t tile = j->n < GEMV_ROWS ? 1 : TILE;
   for (int64_t t0 = 0; t0 < j->n; t0 += X_BLOCK) {
     int64_t t_end = t0 + X_BLOCK < j->n ? t0 + X_BLOCK : j->n;
@@ -32,25 +32,29 @@ static void matmul_range(void *raw, int64_t o_begin, int64_t o_end) {
       const void *w = (const char *)j->w + (size_t)(o * j->ldw) * wsize;
       for (int64_t t = t0; t < t_end; t += TILE) {
         int64_t mr = t_end - t < TILE ? t_end - t : TILE;
-        j->isa->matmul_tile(j->out + t * j->ldo + o, j->ldo, j->x + t * j->ldx, j->ldx, w, j->w_bf16, j->ldw, mr, nr, j->k);
+        const void *x = (const char *)j->x + (size_t)(t * j->ldx) * xsize;
+        if (j->x_bf16) j->isa->matmul_bf16_tile(j->out + t * j->ldo + o, j->ldo, x, j->ldx, w, j->ldw, mr, nr, j->k);
+        else j->isa->matmul_tile(j->out + t * j->ldo + o, j->ldo, x, j->ldx, w, j->w_bf16, j->ldw, mr, nr, j->k);
       }
     }
   }
 }
 
-MK_EXPORT int32_t mk_matmul(mk_context *ctx, float *out, int64_t ldo, const float *x, int64_t ldx, const void *w,
-                            int32_t w_dtype, int64_t ldw, int64_t n, int64_t m, int64_t k) {
+MK_EXPORT int32_t mk_matmul(mk_context *ctx, float *out, int64_t ldo, const void *x, int32_t x_dtype, int64_t ldx,
+                            const void *w, int32_t w_dtype, int64_t ldw, int64_t n, int64_t m, int64_t k) {
   if (ctx == NULL || out == NULL || x == NULL || w == NULL) return MK_E_NULL;
   if (n < 0 || m < 0 || k < 0 || ldo < m || ldx < k || ldw < k) return MK_E_SHAPE;
   if (w_dtype != MK_F32 && w_dtype != MK_BF16) return MK_E_DTYPE;
+  if (x_dtype != MK_F32 && !(x_dtype == MK_BF16 && w_dtype == MK_BF16)) return MK_E_DTYPE;
+  int32_t x_bf16 = x_dtype == MK_BF16, w_bf16 = w_dtype == MK_BF16;
   float *xp = NULL;
-  if (w_dtype == MK_BF16 && ctx->isa->prepare_x_bf16 != NULL) {
+  if (!x_bf16 && w_bf16 && ctx->isa->prepare_x_bf16 != NULL) {
     xp = aligned_alloc(64, (size_t)((n * k * 4 + 63) / 64 * 64) + 64);
     if (xp == NULL) return MK_E_NOMEM;
-    for (int64_t t = 0; t < n; t++) ctx->isa->prepare_x_bf16(xp + t * k, x + t * ldx, k);
+    for (int64_t t = 0; t < n; t++) ctx->isa->prepare_x_bf16(xp + t * k, (const float *)x + t * ldx, k);
   }
-  matmul_job j = {ctx->isa, out, xp != NULL ? xp : x, w, ldo, xp != NULL ? k : ldx, ldw, n, k, w_dtype == MK_BF16};
-  int64_t bytes = m * k * (w_dtype == MK_BF16 ? 2 : 4);
+  matmul_job j = {ctx->isa, out, xp != NULL ? xp : x, w, ldo, xp != NULL ? k : ldx, ldw, n, k, x_bf16, w_bf16};
+  int64_t bytes = m * k * (w_bf16 ? 2 : 4);
   mk_parallel_for(ctx, m, 16, bytes + n * m * k, matmul_range, &j);
   free(xp);
   return MK_OK;

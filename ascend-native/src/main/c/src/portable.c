@@ -21,6 +21,18 @@ static void matmul_tile(float *out, int64_t ldo, const float *x, int64_t ldx, co
     }
 }
 
+/* BF16 x BF16: each product of two BF16 values is exact in F32; summed in F32 in index order, as the Java spec. */
+static void matmul_bf16_tile(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, const uint16_t *w, int64_t ldw,
+                             int64_t mr, int64_t nr, int64_t k) {
+  for (int64_t t = 0; t < mr; t++)
+    for (int64_t o = 0; o < nr; o++) {
+      const uint16_t *xr = x + t * ldx, *wr = w + o * ldw;
+      float acc = 0;
+      for (int64_t j = 0; j < k; j++) acc += mk_bf16_to_f32(xr[j]) * mk_bf16_to_f32(wr[j]);
+      out[t * ldo + o] = acc;
+    }
+}
+
 static void dot_u8i8_tile(int32_t *acc, int32_t *wsum, const uint8_t *xu, int64_t ldx, const int8_t *w,
                           int64_t ldw, int64_t mr, int64_t nr, int64_t k) {
   for (int64_t t = 0; t < mr; t++)
@@ -102,6 +114,7 @@ static double int8_peak_loop(int64_t iterations) {
 const mk_isa mk_isa_portable = {
     .id = MK_ISA_PORTABLE,
     .matmul_tile = matmul_tile,
+    .matmul_bf16_tile = matmul_bf16_tile,
     .dot_u8i8_tile = dot_u8i8_tile,
     .quantize_row = quantize_row,
     .sum_squares = sum_squares,

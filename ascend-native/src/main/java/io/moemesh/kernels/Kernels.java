@@ -22,8 +22,19 @@ public interface Kernels extends AutoCloseable {
   default void close() {}
 
   /**
-   * {@code out = x · wᵀ}. out F32 (n, m); x F32 (n, k); w F32 or BF16 (m, k). Each output element is one
-   * dot product over k in a fixed order; small n is a GEMV, large n a GEMM.
+   * {@code out = x · wᵀ}, {@code out[t][o] = Σ_j x[t][j]·w[o][j]}. out F32 (n, m); x F32 or BF16 (n, k);
+   * w (m, k): F32 or BF16 for an F32 x, BF16 for a BF16 x (a BF16 x with F32 weights is rejected). Each
+   * output element is one dot product over k in a fixed order, the same whatever n and the thread count;
+   * small n is a GEMV, large n a GEMM.
+   * <ul>
+   *   <li>F32 x: F32 products and sums (BF16 weights upcast exactly).
+   *   <li>BF16 x, BF16 w: every product is exact in F32 (two 8-bit significands), the sum is F32 — the
+   *       AVX512-BF16 dot product ({@code VDPBF16PS}), about twice the F32 FMA rate. The hardware flushes
+   *       subnormal BF16 inputs and F32 partial sums (magnitudes below 2⁻¹²⁶) to zero.
+   * </ul>
+   * Both paths sum the same products as the reference ({@link ReferenceKernels}: F32, index order), only in
+   * another fixed order, so each result is within a small multiple of F32 eps (2⁻²⁴) times
+   * {@code Σ_j |x[t][j]·w[o][j]|} of it (at worst k such multiples; KernelsContract allows 1e-5 · Σ|x·w|).
    */
   void matmul(Tensor out, Tensor x, Tensor w);
 

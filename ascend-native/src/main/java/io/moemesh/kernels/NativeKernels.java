@@ -9,12 +9,17 @@ import java.lang.foreign.MemorySegment;
  */
 public final class NativeKernels extends ValidatingKernels implements AutoCloseable {
 
-  /** The C path that runs. */
+  /** The C path that runs; ordinals are the {@code MK_ISA_*} codes of mesh_kernels.h. */
   public enum Isa {
     /** Plain C, for any CPU. */
     PORTABLE,
-    /** AVX-512 F/BW/VL/DQ with VNNI (INT8 dot products) and BF16. */
-    AVX512
+    /** AVX-512 F/BW/VL/DQ with VNNI (INT8 dot products) and BF16 (BF16 × BF16 dot products). */
+    AVX512,
+    /**
+     * AVX-512 F/BW/VL/DQ with VNNI but without BF16 (e.g. Ice Lake): every op as {@link #AVX512} except the
+     * BF16 × BF16 matmul, which runs the portable C.
+     */
+    AVX512_NO_BF16
   }
 
   private final MemorySegment context;
@@ -39,10 +44,15 @@ public final class NativeKernels extends ValidatingKernels implements AutoClosea
 
   /** Whether this CPU can run {@link Isa#AVX512}. */
   public static boolean cpuHasAvx512() {
+    return cpuSupports(Isa.AVX512);
+  }
+
+  /** Whether this CPU can run the given path ({@link Isa#PORTABLE} always). */
+  public static boolean cpuSupports(Isa isa) {
     try {
-      return (int) NativeOps.CPU_HAS_AVX512.invokeExact() != 0;
+      return (int) NativeOps.CPU_SUPPORTS.invokeExact(isa.ordinal()) != 0;
     } catch (Throwable t) {
-      throw rethrow("cpuHasAvx512", t);
+      throw rethrow("cpuSupports", t);
     }
   }
 
@@ -98,7 +108,7 @@ public final class NativeKernels extends ValidatingKernels implements AutoClosea
   @Override
   protected void doMatmul(Tensor out, Tensor x, Tensor w) {
     call("matmul", ctx -> (int) NativeOps.MATMUL.invokeExact(ctx, out.segment(), out.rowStride(),
-        x.segment(), x.rowStride(), w.segment(), w.dtype().code(), w.rowStride(), x.numRows(), w.numRows(), (long) x.rowLength()),
+        x.segment(), x.dtype().code(), x.rowStride(), w.segment(), w.dtype().code(), w.rowStride(), x.numRows(), w.numRows(), (long) x.rowLength()),
         out, x, w);
   }
 

@@ -15,15 +15,15 @@ final class NativeOps {
 
   private static final NativeLibrary LIB = NativeLibrary.load();
 
-  static final MethodHandle CPU_HAS_AVX512 = fn("mk_cpu_has_avx512", FunctionDescriptor.of(JAVA_INT));
+  static final MethodHandle CPU_SUPPORTS = fn("mk_cpu_supports", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
   static final MethodHandle CONTEXT_CREATE = fn("mk_context_create", FunctionDescriptor.of(ADDRESS, JAVA_INT, JAVA_INT));
   static final MethodHandle CONTEXT_DESTROY = fn("mk_context_destroy", FunctionDescriptor.ofVoid(ADDRESS));
   static final MethodHandle CONTEXT_ISA = fn("mk_context_isa", FunctionDescriptor.of(JAVA_INT, ADDRESS));
   static final MethodHandle INT8_PEAK_OPS = fn("mk_int8_peak_ops", FunctionDescriptor.of(JAVA_DOUBLE, ADDRESS, JAVA_LONG));
 
   // Kernel ops: (context, ...) -> MK_OK or MK_E_*
-  static final MethodHandle MATMUL = op("mk_matmul", ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS, JAVA_INT,
-      JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG);
+  static final MethodHandle MATMUL = op("mk_matmul", ADDRESS, JAVA_LONG, ADDRESS, JAVA_INT, JAVA_LONG, ADDRESS,
+      JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG);
   static final MethodHandle QUANTIZE_ROWS = op("mk_quantize_rows", ADDRESS, JAVA_LONG, ADDRESS, ADDRESS, JAVA_INT,
       JAVA_LONG, JAVA_LONG, JAVA_LONG);
   static final MethodHandle MATMUL_I8 = op("mk_matmul_i8", ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS, ADDRESS,

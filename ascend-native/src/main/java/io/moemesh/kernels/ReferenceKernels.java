@@ -33,7 +33,12 @@ public final class ReferenceKernels extends ValidatingKernels {
 
   // ---- linear ---------------------------------------------------------------------------------------------
 
-  /** out[t][o] = Σ_j x[t][j]·w[o][j], summed in F32 for j = 0 … k-1 (BF16 weights upcast exactly). */
+  /**
+   * out[t][o] = Σ_j x[t][j]·w[o][j], summed in F32 for j = 0 … k-1 (BF16 weights upcast exactly). A BF16 x
+   * is upcast exactly too, and then each product of two BF16 values is exact in F32 (8 + 8 significant bits ≤
+   * 24): the BF16 × BF16 spec is the same index-order F32 sum of exact products, so it equals the F32 path
+   * run on the upcast x, bit for bit. (No subnormal flushing here: the contract is tolerance-based.)
+   */
   @Override
   protected void doMatmul(Tensor out, Tensor x, Tensor w) {
     int m = out.rowLength();

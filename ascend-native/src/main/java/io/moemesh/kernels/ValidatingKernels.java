@@ -16,7 +16,9 @@ public abstract class ValidatingKernels implements Kernels {
   @Override
   public final void matmul(Tensor out, Tensor x, Tensor w) {
     var c = new Check("matmul", out, x, w);
-    c.dtype(out, "out", F32).dtype(x, "x", F32).dtype(w, "w", F32, BF16);
+    c.dtype(out, "out", F32).dtype(x, "x", F32, BF16).dtype(w, "w", F32, BF16);
+    if (x.dtype() == BF16 && w.dtype() != BF16)
+      c.fail("a BF16 x needs BF16 weights (a BF16 × BF16 dot product), got x " + x + " with w " + w);
     c.rows(out, x.numRows()).rows(w, out.rowLength()).cols(x, w.rowLength());
     doMatmul(out, x, w);
   }

@@ -10,6 +10,7 @@ import static io.moemesh.kernels.TestTensors.garbage;
 import static io.moemesh.kernels.TestTensors.int8;
 import static io.moemesh.kernels.TestTensors.rowScaled;
 import static io.moemesh.kernels.TestTensors.uniform;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.moemesh.kernels.ContractChecks.Call;
 import java.util.ArrayList;
@@ -24,7 +25,7 @@ import org.junit.jupiter.params.provider.MethodSource;
 /**
  * The contract of the linear ops — matmul, quantizeRows, matmulInt8, dequantizeFp8 — one interface per op,
  * run as a {@code @Nested} group of {@link KernelsContract}. The INT8 and FP8 paths must match the reference
- * bit for bit; matmul within tolerance of Σ|x·w|.
+ * bit for bit; matmul (F32 × F32 or BF16, BF16 × BF16) within tolerance of Σ|x·w|.
  */
 final class LinearOpsContract {
   private LinearOpsContract() {}
@@ -53,19 +54,45 @@ final class LinearOpsContract {
       assertWithinTolerance("matmul", actual, expected, sumsOfAbsoluteProducts(x, w));
     }
 
-    @Test
-    default void rowsAreIndependentOfTheBatch() {
+    /** BF16 × BF16: rows 1 … 9 and 17 (GEMV, every GEMM tile edge), k at and around the 32-pair chunk. */
+    static Stream<Arguments> bf16Shapes() {
+      List<Arguments> cases = new ArrayList<>();
+      for (int n : new int[] {1, 2, 3, 4, 5, 6, 7, 8, 9, 17}) for (int k : new int[] {1, 31, 32, 33, 1021})
+        for (int m : OUTPUTS) cases.add(Arguments.of(n, k, m));
+      return cases.stream();
+    }
+
+    @ParameterizedTest(name = "x BF16 ({0}, {1}), w BF16 ({2}, {1})")
+    @MethodSource("bf16Shapes")
+    default void bf16TimesBf16MatchesReferenceWithinToleranceOfSumOfAbsoluteProducts(int n, int k, int m) {
+      var random = new Random(seed(n, k, m, BF16));
+      Tensor x = uniform(arena(), random, BF16, 1, n, k);
+      Tensor w = uniform(arena(), random, BF16, 1, m, k);
+      Tensor[] in = {x, w};
+      Tensor actual = check().actual("matmul", call(), in, garbage(arena(), F32, n, m))[0];
+      Tensor expected = check().expected(call(), in, garbage(arena(), F32, n, m))[0];
+      assertWithinTolerance("matmul", actual, expected, sumsOfAbsoluteProducts(x, w));
+    }
+
+    @ParameterizedTest(name = "x {0}")
+    @MethodSource("activationTypes")
+    default void rowsAreIndependentOfTheBatch(DType xType) {
       var random = new Random(1);
-      Tensor x = uniform(arena(), random, F32, 1, 17, 64);
-      Tensor w = uniform(arena(), random, BF16, 1, 131, 64);
+      Tensor x = uniform(arena(), random, xType, 1, 17, xType == BF16 ? 1021 : 64);
+      Tensor w = uniform(arena(), random, BF16, 1, 131, x.rowLength());
       check().rowsIndependent("matmul", (k, out, from, to) -> k.matmul(out[0], x.rows(from, to), w), 17,
           garbage(arena(), F32, 17, 131));
     }
 
-    @Test
-    default void acceptsRowStridedViews() {
+    static Stream<DType> activationTypes() {
+      return Stream.of(F32, BF16);
+    }
+
+    @ParameterizedTest(name = "x {0}")
+    @MethodSource("activationTypes")
+    default void acceptsRowStridedViews(DType xType) {
       var random = new Random(2);
-      Tensor[] in = {uniform(arena(), random, F32, 1, 5, 67), uniform(arena(), random, BF16, 1, 19, 67)};
+      Tensor[] in = {uniform(arena(), random, xType, 1, 5, 67), uniform(arena(), random, BF16, 1, 19, 67)};
       check().viewsAgree("matmul", call(), in, new Tensor[] {garbage(arena(), F32, 5, 19)});
     }
 
@@ -80,6 +107,33 @@ final class LinearOpsContract {
       check().rejected("matmul", k -> k.matmul(out, x, uniform(arena, random, F32, 1, 5, 7)), out);
       check().rejected("matmul", k -> k.matmul(out, uniform(arena, random, F32, 1, 4, 8), w), out);
       check().rejected("matmul", k -> k.matmul(out, x, uniform(arena, random, F32, 1, 6, 8)), out);
+      Tensor xb = uniform(arena, random, BF16, 1, 3, 8);
+      Tensor wb = uniform(arena, random, BF16, 1, 5, 8);
+      check().rejected("matmul", k -> k.matmul(out, xb, uniform(arena, random, BF16, 1, 5, 7)), out);
+      check().rejected("matmul", k -> k.matmul(out, uniform(arena, random, BF16, 1, 4, 8), wb), out);
+      check().rejected("matmul", k -> k.matmul(garbage(arena, BF16, 3, 5), xb, wb), out);
+    }
+
+    @Test
+    default void rejectionsOfABf16ActivationSayWhatIsWrong() {
+      var random = new Random(16);
+      TensorArena arena = arena();
+      Tensor out = garbage(arena, F32, 3, 5);
+      Tensor xb = uniform(arena, random, BF16, 1, 3, 8);
+      Tensor wf = uniform(arena, random, F32, 1, 5, 8);
+      assertThatThrownBy(() -> kernels().matmul(out, xb, wf)).isInstanceOf(KernelException.class).hasMessage(
+          "matmul: a BF16 x needs BF16 weights (a BF16 × BF16 dot product), got x BF16(3, 8) with w F32(5, 8)"
+              + " [args: F32(3, 5), BF16(3, 8), F32(5, 8)]");
+      Tensor wShort = uniform(arena, random, BF16, 1, 5, 7);
+      assertThatThrownBy(() -> kernels().matmul(out, xb, wShort)).isInstanceOf(KernelException.class).hasMessage(
+          "matmul: expected last dimension 7 in BF16(3, 8) [args: F32(3, 5), BF16(3, 8), BF16(5, 7)]");
+      Tensor xRows = uniform(arena, random, BF16, 1, 4, 8);
+      assertThatThrownBy(() -> kernels().matmul(out, xRows, uniform(arena, random, BF16, 1, 5, 8)))
+          .isInstanceOf(KernelException.class)
+          .hasMessage("matmul: expected 4 rows in F32(3, 5) [args: F32(3, 5), BF16(4, 8), BF16(5, 8)]");
+      Tensor x8 = int8(arena, random, 3, 8);
+      assertThatThrownBy(() -> kernels().matmul(out, x8, wf)).isInstanceOf(KernelException.class)
+          .hasMessage("matmul: x must be F32 or BF16, got I8(3, 8) [args: F32(3, 5), I8(3, 8), F32(5, 8)]");
     }
 
     /** Σ_j |x[t][j]·w[o][j]|: the error scale of out[t][o]. */

@@ -1,13 +1,18 @@
 package io.moemesh.kernels;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import java.util.Arrays;
+import java.util.List;
 import java.util.Random;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /** The C kernels, on each path this CPU can run, held to the contract of {@link ReferenceKernels}. */
 class NativeKernelsTest {
@@ -20,6 +25,25 @@ class NativeKernelsTest {
     @Override
     Kernels kernels() {
       assumeTrue(kernels != null, "this CPU has no AVX-512 VNNI/BF16");
+      return kernels;
+    }
+
+    @AfterAll
+    void close() {
+      if (kernels != null) kernels.close();
+    }
+  }
+
+  /** The AVX-512 table with the portable BF16 × BF16 matmul, as on a CPU without AVX512-BF16. */
+  @Nested
+  @TestInstance(TestInstance.Lifecycle.PER_CLASS)
+  class Avx512NoBf16Path extends KernelsContract {
+    private final NativeKernels kernels = NativeKernels.cpuSupports(NativeKernels.Isa.AVX512_NO_BF16)
+        ? NativeKernels.create(2, NativeKernels.Isa.AVX512_NO_BF16) : null;
+
+    @Override
+    Kernels kernels() {
+      assumeTrue(kernels != null, "this CPU has no AVX-512 VNNI");
       return kernels;
     }
 
@@ -81,6 +105,41 @@ class NativeKernelsTest {
     }
   }
 
+  /**
+   * Batch invariance of the BF16 × BF16 matmul: a row's output bits do not depend on how many rows share the
+   * call (n = 1, 2, 3 run the GEMV, n ≥ 4 the 4 × 4 GEMM tiles and their edges), where the row sits in its tile,
+   * or the thread count; on every path this CPU runs.
+   */
+  @Nested
+  class Bf16RowIndependence {
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(NativeKernels.Isa.class)
+    void aRowsBitsAreTheSameForEveryBatchSizeOffsetAndThreadCount(NativeKernels.Isa isa) {
+      assumeTrue(NativeKernels.cpuSupports(isa), "this CPU cannot run " + isa);
+      int rows = 36, m = 523, k = 1021;
+      try (var arena = TensorArena.open(); var one = NativeKernels.create(1, isa); var two = NativeKernels.create(2, isa);
+           var three = NativeKernels.create(3, isa)) {
+        var rnd = new Random(17);
+        Tensor x = random(arena, rnd, DType.BF16, rows, k);
+        Tensor w = random(arena, rnd, DType.BF16, m, k);
+        Tensor all = arena.allocate(DType.F32, rows, m);
+        one.matmul(all, x, w);
+        float[] expected = all.toFloatArray();
+        for (NativeKernels kernels : List.of(one, two, three))
+          for (int n : new int[] {1, 2, 3, 4, 5, 8, 33})
+            for (int start : new int[] {0, 1, 3}) {
+              Tensor out = arena.allocate(DType.F32, n, m);
+              kernels.matmul(out, x.rows(start, start + n), w);
+              float[] got = out.toFloatArray();
+              for (int r = 0; r < n; r++)
+                assertThat(Arrays.copyOfRange(got, r * m, (r + 1) * m))
+                    .as("%s: row %d at n = %d from row %d", kernels.name(), start + r, n, start)
+                    .containsExactly(Arrays.copyOfRange(expected, (start + r) * m, (start + r + 1) * m));
+            }
+      }
+    }
+  }
+
   @Nested
   class Blocking {
     /** Past one 1024-byte k block and one 128-row activation block: the GEMM's blocked path, exact. */
@@ -107,7 +166,26 @@ class NativeKernelsTest {
     void nativeBackendLoadsTheLibraryAndNamesItsPath() {
       try (var kernels = (NativeKernels) KernelBackend.NATIVE.open(2)) {
         assertThat(kernels.name()).startsWith("native-").endsWith("-2t");
-        assertThat(kernels.isa()).isEqualTo(NativeKernels.cpuHasAvx512() ? NativeKernels.Isa.AVX512 : NativeKernels.Isa.PORTABLE);
+        var best = NativeKernels.cpuSupports(NativeKernels.Isa.AVX512) ? NativeKernels.Isa.AVX512
+            : NativeKernels.cpuSupports(NativeKernels.Isa.AVX512_NO_BF16) ? NativeKernels.Isa.AVX512_NO_BF16
+            : NativeKernels.Isa.PORTABLE;
+        assertThat(kernels.isa()).isEqualTo(best);
+      }
+    }
+
+    /** AVX512-BF16 implies the rest of the AVX-512 set; the forced path is the one that runs. */
+    @Test
+    void everySupportedPathCanBeForcedAndTheBestNeedsTheOthers() {
+      assertThat(NativeKernels.cpuSupports(NativeKernels.Isa.PORTABLE)).isTrue();
+      if (NativeKernels.cpuHasAvx512()) assertThat(NativeKernels.cpuSupports(NativeKernels.Isa.AVX512_NO_BF16)).isTrue();
+      for (var isa : NativeKernels.Isa.values()) {
+        if (!NativeKernels.cpuSupports(isa)) {
+          assertThatThrownBy(() -> NativeKernels.create(1, isa)).isInstanceOf(KernelException.class).hasMessageContaining(isa.name());
+          continue;
+        }
+        try (var kernels = NativeKernels.create(1, isa)) {
+          assertThat(kernels.isa()).isEqualTo(isa);
+        }
       }
     }
 

@@ -32,6 +32,29 @@ class ReferenceLinearOpsTest extends ReferenceFixture {
     }
 
     @Test
+    void multipliesBf16ActivationsByBf16WeightsExactly() {
+      // (1 + 2⁻⁷)² = 1 + 2⁻⁶ + 2⁻¹⁴ needs 15 significant bits: exact in F32, not representable in BF16.
+      float a = 1 + 0x1p-7f;
+      Tensor out = arena.allocate(F32, 1, 2);
+      kernels.matmul(out, bf16(new float[] {a, 3}, 1, 2), bf16(new float[] {a, 0, -0.5f, 0.25f}, 2, 2));
+      assertThat(out.toFloatArray()).containsExactly(1 + 0x1p-6f + 0x1p-14f, 0.24609375f); // −a/2 + 3/4
+    }
+
+    @Test
+    void bf16ActivationsGiveTheF32PathsBitsOnTheSameValues() {
+      var random = new java.util.Random(7);
+      int n = 3, m = 5, k = 77;
+      float[] xs = new float[n * k], ws = new float[m * k];
+      for (int i = 0; i < xs.length; i++) xs[i] = (float) random.nextGaussian();
+      for (int i = 0; i < ws.length; i++) ws[i] = (float) random.nextGaussian();
+      Tensor xb = bf16(xs, n, k), w = bf16(ws, m, k);
+      Tensor fromBf16 = arena.allocate(F32, n, m), fromF32 = arena.allocate(F32, n, m);
+      kernels.matmul(fromBf16, xb, w);
+      kernels.matmul(fromF32, floats(xb.toFloatArray(), n, k), w);
+      assertThat(fromBf16.toFloatArray()).containsExactly(fromF32.toFloatArray());
+    }
+
+    @Test
     void sumsOneTermAtATimeInIndexOrder() {
       // ((1e8 + 1) − 1e8) + 1: the first 1 is absorbed (ulp(1e8) = 8); a pairwise order would give 2.
       Tensor out = arena.allocate(F32, 1, 1);

@@ -115,7 +115,7 @@ public final class KernelBench {
           isa = kernels.isa().name().toLowerCase(Locale.ROOT);
           progress.log("%s with %d thread(s): measuring the INT8 peak", kernels.name(), threads);
           double peak = int8PeakGops(kernels);
-          String loop = kernels.isa() == NativeKernels.Isa.AVX512 ? "register-only VPDPBUSD loop" : "register-only portable C loop";
+          String loop = kernels.isa() != NativeKernels.Isa.PORTABLE ? "register-only VPDPBUSD loop" : "register-only portable C loop";
           results.add(new Measurement(VNNI_PEAK, loop, threads, peak, "GOP/s", null, null, "best of " + PEAK_RUNS));
           progress.log("vnni_peak   t=%d  %8.1f GOP/s", threads, peak);
           for (Case c : cases) {
