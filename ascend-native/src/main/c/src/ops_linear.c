@@ -21,18 +21,32 @@ typedef struct {
   int32_t x_bf16, w_bf16;
 } matmul_job;
 
+/* Part `part` of `parts` of the cache lines of `rows` weight rows. Spread over the activation tiles of one weight
+ * tile, it brings the next weight tile in while this one computes: waiting for each weight tile at its first
+ * use cost the BF16 x BF16 GEMM a third of its time, and the F32 x BF16 GEMM a sixth. */
+static void prefetch_rows(const char *w, size_t ld_bytes, int64_t rows, size_t row_bytes, int64_t part, int64_t parts) {
+  size_t lines = (row_bytes + 63) / 64, begin = lines * (size_t)part / (size_t)parts;
+  size_t end = lines * (size_t)(part + 1) / (size_t)parts;
+  for (int64_t r = 0; r < rows; r++)
+    for (size_t l = begin; l < end; l++) __builtin_prefetch(w + (size_t)r * ld_bytes + l * 64, 0, 3);
+}
+
 static void matmul_range(void *raw, int64_t o_begin, int64_t o_end) {
   matmul_job *j = raw;
   size_t xsize = j->x_bf16 ? 2 : 4, wsize = j->w_bf16 ? 2 : 4;
-  int64_t tile = j->n < GEMV_ROWS ? 1 : TILE;
+  int64_t tile = j->n < GEMV_ROWS ? 1 : TILE; /* a GEMV's single weight stream is left to the hardware prefetcher */
   for (int64_t t0 = 0; t0 < j->n; t0 += X_BLOCK) {
-    int64_t t_end = t0 + X_BLOCK < j->n ? t0 + X_BLOCK : j->n;
+    int64_t t_end = t0 + X_BLOCK < j->n ? t0 + X_BLOCK : j->n, x_tiles = (t_end - t0 + TILE - 1) / TILE;
     for (int64_t o = o_begin; o < o_end; o += tile) {
       int64_t nr = o_end - o < tile ? o_end - o : tile;
+      int64_t next_nr = tile == TILE && o_end - (o + nr) > 0 ? (o_end - (o + nr) < tile ? o_end - (o + nr) : tile) : 0;
       const void *w = (const char *)j->w + (size_t)(o * j->ldw) * wsize;
       for (int64_t t = t0; t < t_end; t += TILE) {
         int64_t mr = t_end - t < TILE ? t_end - t : TILE;
         const void *x = (const char *)j->x + (size_t)(t * j->ldx) * xsize;
+        if (next_nr > 0)
+          prefetch_rows((const char *)w + (size_t)(nr * j->ldw) * wsize, (size_t)j->ldw * wsize, next_nr,
+                        (size_t)j->k * wsize, (t - t0) / TILE, x_tiles);
         if (j->x_bf16) j->isa->matmul_bf16_tile(j->out + t * j->ldo + o, j->ldo, x, j->ldx, w, j->ldw, mr, nr, j->k);
         else j->isa->matmul_tile(j->out + t * j->ldo + o, j->ldo, x, j->ldx, w, j->w_bf16, j->ldw, mr, nr, j->k);
       }

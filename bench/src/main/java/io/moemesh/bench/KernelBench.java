@@ -13,29 +13,39 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
+import java.util.stream.Stream;
 
 /**
- * {@code bin/moemesh bench kernels [--json FILE] [--quick]}: in one run, the STREAM triad bandwidth of this
- * machine and, against it, the native kernels the model's time goes to: INT8 and BF16 decode GEMV (GB/s of
- * weights), INT8 prefill GEMM (GOP/s, against the measured VNNI peak) and MLA decode attention (GB/s of KV),
- * each at 1 and 2 threads. Progress goes to stderr, the table to stdout, and with {@code --json} one object
+ * {@code bin/moemesh bench kernels [--json FILE] [--quick] [--only CASE,...]}: in one run, the STREAM triad
+ * bandwidth of this machine and, against it, the native kernels the model's time goes to: INT8 and BF16
+ * decode GEMV (GB/s of weights), INT8 prefill GEMM (GOP/s, against the measured VNNI peak), the batched-decode
+ * BF16-weight GEMM with a BF16 activation (VDPBF16PS) against the F32-activation path on the same shape
+ * (GFLOP/s), and MLA decode attention (GB/s of KV), each at 1 and 2 threads. Progress goes to stderr, the table to stdout, and with {@code --json} one object
  * per measurement to FILE.
  */
 public final class KernelBench {
-  static final String USAGE = "usage: bin/moemesh bench kernels [--json FILE] [--quick]";
+  static final String USAGE = "usage: bin/moemesh bench kernels [--json FILE] [--quick] [--only CASE[,CASE...]]\n"
+      + "cases: " + String.join(", ", KernelCases.NAMES);
   private static final int[] THREADS = {1, 2};
   private static final int PEAK_RUNS = 5;
   private static final double PEAK_SECONDS = 0.1;
-  private static final List<String> ORDER = List.of(TRIAD, "gemv_int8", "gemv_bf16", VNNI_PEAK, "gemm_int8", "mla_decode");
+  private static final List<String> ORDER = Stream.of(Stream.of(TRIAD), KernelCases.NAMES.stream().filter(n -> n.startsWith("gemv")),
+      Stream.of(VNNI_PEAK), KernelCases.NAMES.stream().filter(n -> !n.startsWith("gemv"))).flatMap(n -> n).toList();
 
-  /** Command-line options. {@code quick}: fewer and shorter repetitions (about 30 s instead of 2 minutes). */
-  record Options(Path json, boolean quick, boolean help) {
+  /**
+   * Command-line options. {@code quick}: fewer and shorter repetitions (about 30 s instead of 2 minutes);
+   * {@code only}: the cases to run (empty: all), with the cases they are compared with; triad always runs.
+   */
+  record Options(Path json, boolean quick, boolean help, Set<String> only) {
     static Options parse(String... args) {
       Path json = null;
       boolean quick = false, help = false;
+      Set<String> only = new LinkedHashSet<>();
       for (int i = 0; i < args.length; i++) {
         switch (args[i]) {
           case "--quick" -> quick = true;
@@ -43,14 +53,27 @@ public final class KernelBench {
             if (i + 1 >= args.length) throw new IllegalArgumentException("--json needs a file name");
             json = Path.of(args[++i]);
           }
+          case "--only" -> {
+            if (i + 1 >= args.length) throw new IllegalArgumentException("--only needs case names");
+            only.addAll(caseNames(args[++i]));
+          }
           case "-h", "--help" -> help = true;
           default -> {
             if (args[i].startsWith("--json=")) json = Path.of(args[i].substring("--json=".length()));
+            else if (args[i].startsWith("--only=")) only.addAll(caseNames(args[i].substring("--only=".length())));
             else throw new IllegalArgumentException("unknown option '" + args[i] + "'");
           }
         }
       }
-      return new Options(json, quick, help);
+      return new Options(json, quick, help, Set.copyOf(only));
+    }
+
+    private static List<String> caseNames(String list) {
+      List<String> names = List.of(list.split(","));
+      for (String name : names)
+        if (!KernelCases.NAMES.contains(name))
+          throw new IllegalArgumentException("unknown case '" + name + "' (cases: " + String.join(", ", KernelCases.NAMES) + ")");
+      return names;
     }
   }
 
@@ -109,22 +132,28 @@ public final class KernelBench {
     for (Measurement m : results) triad.put(m.threads(), m.value());
 
     try (TensorArena arena = TensorArena.open()) {
-      List<Case> cases = KernelCases.create(arena, progress);
+      List<Case> cases = KernelCases.create(arena, progress, options.only());
+      boolean needsPeak = cases.stream().anyMatch(c -> VNNI_PEAK.equals(c.ratioTo()));
       for (int threads : THREADS) {
         try (NativeKernels kernels = NativeKernels.create(threads)) {
           isa = kernels.isa().name().toLowerCase(Locale.ROOT);
-          progress.log("%s with %d thread(s): measuring the INT8 peak", kernels.name(), threads);
-          double peak = int8PeakGops(kernels);
-          String loop = kernels.isa() != NativeKernels.Isa.PORTABLE ? "register-only VPDPBUSD loop" : "register-only portable C loop";
-          results.add(new Measurement(VNNI_PEAK, loop, threads, peak, "GOP/s", null, null, "best of " + PEAK_RUNS));
-          progress.log("vnni_peak   t=%d  %8.1f GOP/s", threads, peak);
+          Map<String, Double> measured = new HashMap<>(Map.of(TRIAD, triad.get(threads)));
+          if (needsPeak) {
+            progress.log("%s with %d thread(s): measuring the INT8 peak", kernels.name(), threads);
+            double peak = int8PeakGops(kernels);
+            String loop = kernels.isa() != NativeKernels.Isa.PORTABLE ? "register-only VPDPBUSD loop" : "register-only portable C loop";
+            results.add(new Measurement(VNNI_PEAK, loop, threads, peak, "GOP/s", null, null, "best of " + PEAK_RUNS));
+            progress.log("%-14s t=%d  %8.1f GOP/s", VNNI_PEAK, threads, peak);
+            measured.put(VNNI_PEAK, peak);
+          }
           for (Case c : cases) {
             double seconds = timing.medianSecondsPerCall(() -> c.call().accept(kernels));
             double value = c.rate(seconds);
-            double reference = c.ratioTo().equals(TRIAD) ? triad.get(threads) : peak;
-            results.add(new Measurement(c.name(), c.shape(), threads, value, c.unit(), value / reference, c.ratioTo(), timing.stat()));
-            progress.log("%-11s t=%d  %8.1f %-5s  %.2f of %s  (%.3f ms per call)",
-                c.name(), threads, value, c.unit(), value / reference, c.ratioTo(), seconds * 1e3);
+            measured.put(c.name(), value);
+            Double ratio = c.ratioTo() == null ? null : value / measured.get(c.ratioTo());
+            results.add(new Measurement(c.name(), c.shape(), threads, value, c.unit(), ratio, c.ratioTo(), timing.stat()));
+            progress.log("%-14s t=%d  %8.1f %-7s  %s  (%.3f ms per call)", c.name(), threads, value, c.unit(),
+                ratio == null ? "" : String.format(Locale.ROOT, "%.2f of %s", ratio, c.ratioTo()), seconds * 1e3);
           }
         }
       }
@@ -160,7 +189,7 @@ public final class KernelBench {
         double seconds = triad.bestSeconds(threads, passes, 3);
         double gbps = triad.bytesPerPass() / seconds / 1e9;
         results.add(new Measurement(TRIAD, StreamTriad.shape(), threads, gbps, "GB/s", null, null, "best of " + passes));
-        progress.log("triad       t=%d  %8.1f GB/s  (best of %d passes)", threads, gbps, passes);
+        progress.log("%-14s t=%d  %8.1f GB/s  (best of %d passes)", TRIAD, threads, gbps, passes);
       }
     }
     return results;

@@ -5,17 +5,28 @@ import io.moemesh.kernels.Kernels;
 import io.moemesh.kernels.PagedLatentKv;
 import io.moemesh.kernels.Tensor;
 import io.moemesh.kernels.TensorArena;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import java.util.function.Consumer;
+import java.util.function.Supplier;
 
 /** The benchmarked kernel calls, with their tensors allocated and filled once and reused at every thread count. */
 final class KernelCases {
   static final String TRIAD = "triad";
   static final String VNNI_PEAK = "vnni_peak";
+  static final String GEMV_INT8 = "gemv_int8";
+  static final String GEMV_BF16 = "gemv_bf16";
+  static final String GEMV_BF16_BF16 = "gemv_bf16_bf16";
+  static final String GEMM_INT8 = "gemm_int8";
+  static final String GEMM_F32_BF16 = "gemm_f32_bf16";
+  static final String GEMM_BF16_BF16 = "gemm_bf16_bf16";
+  static final String MLA_DECODE = "mla_decode";
 
   /**
    * One kernel call and what it does per call: {@code workPerCall} bytes (unit GB/s) or operations (GOP/s).
-   * Its figure is compared with {@code ratioTo} measured at the same thread count.
+   * Its figure is compared with {@code ratioTo} measured at the same thread count: triad, the INT8 peak, or a
+   * case that runs before it; a null {@code ratioTo} means no ratio.
    */
   record Case(String name, String shape, double workPerCall, String unit, String ratioTo, Consumer<Kernels> call) {
     double rate(double secondsPerCall) {
@@ -25,16 +36,31 @@ final class KernelCases {
 
   private KernelCases() {}
 
-  static List<Case> create(TensorArena arena, Progress progress) {
+  /** The cases named in {@code only} (all when it is empty), with the cases they are compared with. */
+  static List<Case> create(TensorArena arena, Progress progress, Set<String> only) {
     var fill = new Fill(42);
     progress.log("allocating and filling weights (about 200 MiB) ...");
-    List<Case> cases = List.of(
-        gemvInt8(arena, fill, 16384, 4096),
-        gemvBf16(arena, fill, 8192, 4096),
-        gemmInt8(arena, fill, 512, 2048, 7168),
-        mlaDecode(arena, fill, new MlaShape(8, 16, 512, 64, 4096, 64)));
+    List<Case> cases = new ArrayList<>();
+    add(cases, only, GEMV_INT8, () -> gemvInt8(arena, fill, 16384, 4096));
+    add(cases, only, GEMV_BF16, () -> gemvBf16(arena, fill, DType.F32, 8192, 4096));
+    add(cases, only, GEMV_BF16_BF16, () -> gemvBf16(arena, fill, DType.BF16, 8192, 4096));
+    add(cases, only, GEMM_INT8, () -> gemmInt8(arena, fill, 512, 2048, 7168));
+    // a slice of DeepSeek-V3's lm_head (129280 x 7168 there; 1024 wide here) at a decode batch of 32
+    add(cases, only, GEMM_F32_BF16, () -> gemmBf16(arena, fill, DType.F32, 32, 16384, 1024));
+    add(cases, only, GEMM_BF16_BF16, () -> gemmBf16(arena, fill, DType.BF16, 32, 16384, 1024));
+    add(cases, only, MLA_DECODE, () -> mlaDecode(arena, fill, new MlaShape(8, 16, 512, 64, 4096, 64)));
     progress.log("weights ready");
     return cases;
+  }
+
+  /** Every case name, in the order they run (a case runs after the case it is compared with). */
+  static final List<String> NAMES = List.of(GEMV_INT8, GEMV_BF16, GEMV_BF16_BF16, GEMM_INT8, GEMM_F32_BF16,
+      GEMM_BF16_BF16, MLA_DECODE);
+
+  /** Makes the case when {@code only} is empty or names it, or names a case compared with it. */
+  private static void add(List<Case> cases, Set<String> only, String name, Supplier<Case> make) {
+    if (only.isEmpty() || only.contains(name) || (name.equals(GEMM_F32_BF16) && only.contains(GEMM_BF16_BF16)))
+      cases.add(make.get());
   }
 
   /** Decode GEMV, A8W8: one token against an INT8 (m, k) matrix; the work is the weight bytes streamed. */
@@ -49,18 +75,39 @@ final class KernelCases {
     fill.int8(xq);
     Fill.constant(xScales, 1e-2f);
     String shape = "n=1 m=" + m + " k=" + k + " I8 (" + mib((long) m * k) + ")";
-    return new Case("gemv_int8", shape, (double) m * k, "GB/s", TRIAD, kernels -> kernels.matmulInt8(out, xq, xScales, w, wScales));
+    return new Case(GEMV_INT8, shape, (double) m * k, "GB/s", TRIAD, kernels -> kernels.matmulInt8(out, xq, xScales, w, wScales));
   }
 
-  /** Decode GEMV with BF16 weights and an F32 activation row; the work is the weight bytes streamed. */
-  private static Case gemvBf16(TensorArena arena, Fill fill, int m, int k) {
+  /**
+   * Decode GEMV with BF16 weights and an F32 activation row ({@code gemv_bf16}) or a BF16 one
+   * ({@code gemv_bf16_bf16}, VDPBF16PS); the work is the weight bytes streamed.
+   */
+  private static Case gemvBf16(TensorArena arena, Fill fill, DType xType, int m, int k) {
     Tensor w = arena.allocate(DType.BF16, m, k);
-    Tensor x = arena.allocate(DType.F32, 1, k);
+    Tensor x = arena.allocate(xType, 1, k);
     Tensor out = arena.allocate(DType.F32, 1, m);
     fill.uniform(w, -0.05f, 0.05f);
     fill.uniform(x, -1f, 1f);
-    String shape = "n=1 m=" + m + " k=" + k + " BF16 (" + mib(2L * m * k) + ")";
-    return new Case("gemv_bf16", shape, 2.0 * m * k, "GB/s", TRIAD, kernels -> kernels.matmul(out, x, w));
+    String shape = "n=1 m=" + m + " k=" + k + " x " + xType + " w BF16 (" + mib(2L * m * k) + ")";
+    String name = xType == DType.BF16 ? GEMV_BF16_BF16 : GEMV_BF16;
+    return new Case(name, shape, 2.0 * m * k, "GB/s", TRIAD, kernels -> kernels.matmul(out, x, w));
+  }
+
+  /**
+   * Batched-decode GEMM on BF16 weights, 2·n·m·k floating-point operations: with an F32 x
+   * ({@code gemm_f32_bf16}, F32 FMAs on widened weights; the baseline, no ratio) and with a BF16 x
+   * ({@code gemm_bf16_bf16}, VDPBF16PS), compared with the F32-x path on the same shape in the same run.
+   */
+  private static Case gemmBf16(TensorArena arena, Fill fill, DType xType, int n, int m, int k) {
+    Tensor w = arena.allocate(DType.BF16, m, k);
+    Tensor x = arena.allocate(xType, n, k);
+    Tensor out = arena.allocate(DType.F32, n, m);
+    fill.uniform(w, -0.05f, 0.05f);
+    fill.uniform(x, -1f, 1f);
+    String shape = "n=" + n + " m=" + m + " k=" + k + " x " + xType + " w BF16";
+    boolean bf16 = xType == DType.BF16;
+    return new Case(bf16 ? GEMM_BF16_BF16 : GEMM_F32_BF16, shape, 2.0 * n * m * k, "GFLOP/s",
+        bf16 ? GEMM_F32_BF16 : null, kernels -> kernels.matmul(out, x, w));
   }
 
   /** Prefill GEMM, A8W8 (DeepSeek-V3 expert up/gate projection shape); the work is 2·n·m·k operations. */
@@ -75,7 +122,7 @@ final class KernelCases {
     fill.int8(xq);
     fill.uniform(xScales, 1e-2f, 2e-2f);
     String shape = "n=" + n + " m=" + m + " k=" + k + " I8";
-    return new Case("gemm_int8", shape, 2.0 * n * m * k, "GOP/s", VNNI_PEAK, kernels -> kernels.matmulInt8(out, xq, xScales, w, wScales));
+    return new Case(GEMM_INT8, shape, 2.0 * n * m * k, "GOP/s", VNNI_PEAK, kernels -> kernels.matmulInt8(out, xq, xScales, w, wScales));
   }
 
   record MlaShape(int batch, int heads, int kvLoraRank, int ropeDim, int contextLen, int pageSize) {}
@@ -106,7 +153,7 @@ final class KernelCases {
     long kvBytes = (long) s.batch() * s.contextLen() * width * 2;
     String shape = "b=" + s.batch() + " h=" + s.heads() + " ctx=" + s.contextLen() + " " + s.kvLoraRank() + "+" + s.ropeDim()
         + " BF16 page=" + s.pageSize() + " (" + mib(kvBytes) + ")";
-    return new Case("mla_decode", shape, kvBytes, "GB/s", TRIAD, kernels -> kernels.mlaDecode(out, qLatent, qRope, kv, softmaxScale));
+    return new Case(MLA_DECODE, shape, kvBytes, "GB/s", TRIAD, kernels -> kernels.mlaDecode(out, qLatent, qRope, kv, softmaxScale));
   }
 
   private static String mib(long bytes) {

@@ -17,13 +17,13 @@ final class Report {
 
   static String table(List<Measurement> results) {
     var sb = new StringBuilder();
-    sb.append(String.format(Locale.ROOT, "%-11s %7s %9s %-6s %6s  %-9s  %-11s %s%n",
+    sb.append(String.format(Locale.ROOT, "%-14s %7s %9s %-7s %6s  %-13s  %-11s %s%n",
         "name", "threads", "value", "unit", "ratio", "of", "target", "shape"));
     for (Measurement m : results) {
       Double target = TARGETS.get(m.name());
       String verdict = target == null || m.ratio() == null ? ""
           : String.format(Locale.ROOT, ">= %.2f %s", target, m.ratio() >= target ? "ok" : "LOW");
-      sb.append(String.format(Locale.ROOT, "%-11s %7d %9.1f %-6s %6s  %-9s  %-11s %s%n",
+      sb.append(String.format(Locale.ROOT, "%-14s %7d %9.1f %-7s %6s  %-13s  %-11s %s%n",
           m.name(), m.threads(), m.value(), m.unit(),
           m.ratio() == null ? "-" : String.format(Locale.ROOT, "%.2f", m.ratio()),
           m.ratioTo() == null ? "" : m.ratioTo(), verdict, m.shape()));

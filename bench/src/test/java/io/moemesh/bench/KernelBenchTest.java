@@ -22,6 +22,17 @@ class KernelBenchTest {
     }
 
     @Test
+    void onlyNamesKnownCases() {
+      assertThat(KernelBench.Options.parse("--only", "gemm_bf16_bf16,gemv_bf16_bf16").only())
+          .containsExactlyInAnyOrder("gemm_bf16_bf16", "gemv_bf16_bf16");
+      assertThat(KernelBench.Options.parse("--only=gemm_int8").only()).containsExactly("gemm_int8");
+      assertThat(KernelBench.Options.parse("--quick").only()).isEmpty();
+      assertThatThrownBy(() -> KernelBench.Options.parse("--only", "gemm_bf16")).hasMessageContaining("unknown case 'gemm_bf16'")
+          .hasMessageContaining("gemm_bf16_bf16");
+      assertThatThrownBy(() -> KernelBench.Options.parse("--only")).hasMessageContaining("case names");
+    }
+
+    @Test
     void rejectsUnknownOptionsAndAMissingFile() {
       assertThatThrownBy(() -> KernelBench.Options.parse("--fast")).hasMessageContaining("--fast");
       assertThatThrownBy(() -> KernelBench.Options.parse("--json")).hasMessageContaining("file");
