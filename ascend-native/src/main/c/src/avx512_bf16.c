@@ -37,7 +37,7 @@ INLINE float hsum16(__m512 v) {
 
 /* out[t*ldo + o] = dot(x row t, w row o) for t < MR, o < NR: each weight chunk loaded once per tile and
  * used by MR rows; each activation chunk by NR weight rows. Full chunks with plain loads, then the masked tail
- * (a mask in the hot loop costs loads). */
+ * (no mask in the hot loop). */
 INLINE void tile_bf16(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, const uint16_t *w, int64_t ldw,
                       const int MR, const int NR, int64_t k) {
   __m512 acc[4][4];

@@ -27,7 +27,7 @@ public interface Kernels extends AutoCloseable {
    * output element is one dot product over k in a fixed order, the same whatever n and the thread count;
    * small n is a GEMV, large n a GEMM.
    * <ul>
-   *   <li>F32 x: F32 products and sums (BF16 weights upcast exactly).
+   *   <li>F32 x: F32 multiply-adds (BF16 weights upcast exactly).
    *   <li>BF16 x, BF16 w: every product is exact in F32 (two 8-bit significands), the sum is F32 — the
    *       AVX512-BF16 dot product ({@code VDPBF16PS}), about twice the F32 FMA rate. The hardware flushes
    *       subnormal BF16 inputs and F32 partial sums (magnitudes below 2⁻¹²⁶) to zero.
