@@ -92,7 +92,7 @@ public final class ThroughputBench {
   /** Runs {@code batch} requests to completion through an engine core driven on this thread. */
   static Result run(DeepseekModel model, TimedRunner timed, KvCacheConfig kvConfig, int batch, int inputLen, int outputLen,
       Progress progress) {
-    var kv = new KvCacheManager(kvConfig.numPages(), kvConfig.pageSize(), model.directory().toString(), false);
+    var kv = new KvCacheManager(kvConfig.numPages(), kvConfig.pageSize(), model.modelId(), false);
     var scheduler = new Scheduler(new SchedulerConfig(Math.max(2048, batch), batch, SchedulerConfig.Policy.FCFS, true), kv,
         ModelLimits.of(model.config()));
     var core = new EngineCore(scheduler, timed, kv); // not closed: the runner outlives it

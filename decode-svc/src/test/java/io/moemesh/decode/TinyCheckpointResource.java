@@ -1,10 +1,8 @@
 package io.moemesh.decode;
 
-import io.moemesh.model.DeepseekModel;
 import io.moemesh.model.demo.DemoCheckpoint;
 import io.quarkus.test.common.QuarkusTestResourceLifecycleManager;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -17,13 +15,9 @@ public class TinyCheckpointResource implements QuarkusTestResourceLifecycleManag
   static synchronized Path checkpoint() {
     if (dir != null) return dir;
     try {
-      Path root = Files.createTempDirectory("moemesh-decode-test");
-      Path config = root.resolve("tiny.json");
-      try (InputStream in = DeepseekModel.class.getResourceAsStream("/io/moemesh/model/configs/tiny.json")) {
-        Files.copy(in, config);
-      }
-      DemoCheckpoint.write(config, root.resolve("tiny"), 5, DemoCheckpoint.Format.BF16, (done, total) -> {});
-      return dir = root.resolve("tiny");
+      Path out = Files.createTempDirectory("moemesh-test").resolve("tiny");
+      DemoCheckpoint.writeShipped("tiny", out, 5, DemoCheckpoint.Format.BF16, (done, total) -> {});
+      return dir = out;
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }

@@ -47,7 +47,7 @@ public final class Engine implements AutoCloseable {
   /** An engine that exports or imports prompt KV through {@code connector} (prefill or decode role). */
   public static Engine create(DeepseekModel model, SchedulerConfig scheduler, KvCacheConfig kv, KvConnector connector,
       DeepseekRunner.LogitsObserver observer) {
-    var manager = new KvCacheManager(kv.numPages(), kv.pageSize(), model.directory().toString(), kv.prefixCaching());
+    var manager = new KvCacheManager(kv.numPages(), kv.pageSize(), model.modelId(), kv.prefixCaching());
     var runner = new DeepseekRunner(model, model.localExperts(), kv, connector, observer);
     var core = new EngineCore(new Scheduler(scheduler, manager, ModelLimits.of(model.config())), runner, manager, connector);
     return new Engine(core, "engine-step");

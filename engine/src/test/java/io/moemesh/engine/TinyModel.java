@@ -6,7 +6,6 @@ import io.moemesh.model.DeepseekModel;
 import io.moemesh.model.Precision;
 import io.moemesh.model.demo.DemoCheckpoint;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -24,13 +23,9 @@ final class TinyModel {
   static synchronized Path checkpoint() {
     if (dir != null) return dir;
     try {
-      Path root = Files.createTempDirectory("moemesh-engine-test");
-      Path config = root.resolve("tiny.json");
-      try (InputStream in = DeepseekModel.class.getResourceAsStream("/io/moemesh/model/configs/tiny.json")) {
-        Files.copy(in, config);
-      }
-      DemoCheckpoint.write(config, root.resolve("tiny"), 7, DemoCheckpoint.Format.BF16, (done, total) -> {});
-      return dir = root.resolve("tiny");
+      Path out = Files.createTempDirectory("moemesh-engine-test").resolve("tiny");
+      DemoCheckpoint.writeShipped("tiny", out, 7, DemoCheckpoint.Format.BF16, (done, total) -> {});
+      return dir = out;
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }

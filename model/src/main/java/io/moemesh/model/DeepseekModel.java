@@ -201,6 +201,15 @@ public final class DeepseekModel implements AutoCloseable {
     return new DeepseekModel(directory, config, precision, other, null, embed, layers, norm, head, mtp, rope, localExperts);
   }
 
+  /**
+   * The model's name for prefix-cache page hashes ({@code PageHashes}): the checkpoint directory's name, so
+   * replicas that load the same model from different paths agree.
+   */
+  public String modelId() {
+    Path name = directory.getFileName();
+    return name != null ? name.toString() : directory.toString();
+  }
+
   /** The checkpoint directory this model was loaded from (its tokenizer lives there too). */
   public Path directory() {
     return directory;

@@ -10,13 +10,28 @@ import io.moemesh.kernels.TensorArena;
  * {@link Kernels#matmul}, or A8W8 — INT8 weights with per-output-channel scales, activations quantized per
  * token on the fly — through {@link Kernels#matmulInt8}.
  *
+ * <p>With {@code bf16Activations} (BF16 weights in the {@code bf16} and {@code int8} precisions) the activations
+ * are rounded to BF16 first, as DeepSeek's reference runs them, and the product is a BF16 × BF16 dot product
+ * (exact products, F32 sums: twice the F32 rate on AVX512-BF16). {@code exact} keeps F32 activations.
+ *
  * @param weight F32, BF16 or I8 (out, in)
  * @param scales F32 (out) for I8 weights, else null
  */
-public record Linear(Tensor weight, Tensor scales) {
+public record Linear(Tensor weight, Tensor scales, boolean bf16Activations) {
   public Linear {
     if ((weight.dtype() == DType.I8) != (scales != null))
       throw new IllegalArgumentException("INT8 weights need scales, and only they: " + weight);
+    if (bf16Activations && weight.dtype() != DType.BF16)
+      throw new IllegalArgumentException("BF16 activations need BF16 weights: " + weight);
+  }
+
+  public Linear(Tensor weight, Tensor scales) {
+    this(weight, scales, false);
+  }
+
+  /** F32 or BF16 weights, with BF16 activations when {@code precision} is not {@code exact} and the weights are BF16. */
+  public static Linear of(Tensor weight, Precision precision) {
+    return new Linear(weight, null, precision != Precision.EXACT && weight.dtype() == DType.BF16);
   }
 
   public int inFeatures() {
@@ -29,6 +44,12 @@ public record Linear(Tensor weight, Tensor scales) {
 
   /** {@code out (n, outFeatures) = x (n, inFeatures) · Wᵀ}; scratch for INT8 activations comes from {@code scratch}. */
   public void apply(Kernels k, Tensor out, Tensor x, TensorArena scratch) {
+    if (scales == null && bf16Activations) {
+      Tensor xb = scratch.allocate(DType.BF16, Math.toIntExact(x.numRows()), inFeatures());
+      k.convert(xb, x);
+      k.matmul(out, xb, weight);
+      return;
+    }
     if (scales == null) {
       k.matmul(out, x, weight);
       return;

@@ -61,7 +61,7 @@ final class ModelLoader {
     Linear wkvA = w.linear(p + "kv_a_proj_with_mqa", rank + c.qkRopeHeadDim(), dim, true);
     Tensor kvNorm = w.f32(p + "kv_a_layernorm.weight", rank);
     Tensor kvB = w.matrix(p + "kv_b_proj.weight", heads * (nope + v), rank); // (heads * (nope + v), rank)
-    Linear wkvB = precision == Precision.INT8 ? w.quantize(kvB) : new Linear(kvB, null); // naive form; absorbed below
+    Linear wkvB = precision == Precision.INT8 ? w.quantize(kvB) : Linear.of(kvB, precision); // naive form; absorbed below
     Tensor wUkT = w.allocate(kvB.dtype(), heads, rank, nope);
     Tensor wUv = w.allocate(kvB.dtype(), heads, v, rank);
     for (int h = 0; h < heads; h++) {
@@ -84,14 +84,14 @@ final class ModelLoader {
   }
 
   Linear head(String name) {
-    return new Linear(w.matrix(name, c.vocabSize(), c.hiddenSize()), null);
+    return Linear.of(w.matrix(name, c.vocabSize(), c.hiddenSize()), precision);
   }
 
   /** The MTP module at layer index {@code i} (≥ num_hidden_layers), sharing the main embedding when it has none. */
   MtpLayer mtp(int i, int cacheLayer, Tensor mainEmbedding, Map<Integer, Mlp[]> routed, Map<Integer, Mlp> shared) {
     String p = "model.layers." + i + ".";
     Tensor embed = w.contains(p + "embed_tokens.weight") ? embedding(p + "embed_tokens.weight") : mainEmbedding;
-    Linear ehProj = new Linear(w.matrix(p + "eh_proj.weight", c.hiddenSize(), 2 * c.hiddenSize()), null);
+    Linear ehProj = Linear.of(w.matrix(p + "eh_proj.weight", c.hiddenSize(), 2 * c.hiddenSize()), precision);
     return new MtpLayer(embed, norm(p + "enorm.weight"), norm(p + "hnorm.weight"), ehProj,
         block(i, cacheLayer, routed, shared), norm(p + "shared_head.norm.weight"), head(p + "shared_head.head.weight"));
   }

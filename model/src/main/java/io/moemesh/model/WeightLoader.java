@@ -80,7 +80,7 @@ final class WeightLoader {
   /** A projection; INT8 in {@code int8} precision when {@code quantizable}. */
   Linear linear(String prefix, int out, int in, boolean quantizable) {
     String name = prefix + ".weight";
-    if (!(quantizable && precision == Precision.INT8)) return new Linear(matrix(name, out, in), null);
+    if (!(quantizable && precision == Precision.INT8)) return Linear.of(matrix(name, out, in), precision);
     TensorInfo info = info(name, out, in);
     Tensor q = arena.allocate(DType.I8, out, in);
     Tensor scales = arena.allocate(DType.F32, out);

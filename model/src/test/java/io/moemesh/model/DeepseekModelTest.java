@@ -108,9 +108,15 @@ class DeepseekModelTest {
       int[] tokens = randomTokens(TINY_VOCAB, 30, 5);
       float[][] oneShot = prefill(model, tokens), stepwise = prefillThenDecode(model, tokens, 12);
       assertThat(Arrays.copyOf(stepwise, 12)).isDeepEqualTo(Arrays.copyOf(oneShot, 12));
-      // measured: EXACT and BF16 2.1e-7 (both forms read the same cache), INT8 1.0e-2 (the naive form expands
-      // keys with INT8 kv_b, the absorbed one multiplies by BF16 W_UK / W_UV)
-      assertThat(diff(stepwise, oneShot).relative()).isLessThan(precision == Precision.INT8 ? 0.05 : FLOAT32_NOISE);
+      // measured: EXACT 2.1e-7 (both forms read the same cache); BF16 1.9e-3 (activations are rounded to BF16
+      // before BF16 matmuls, which turns the two forms' float32 noise into occasional BF16 steps); INT8 1.0e-2
+      // (the naive form expands keys with INT8 kv_b, the absorbed one multiplies by BF16 W_UK / W_UV)
+      double tolerance = switch (precision) {
+        case EXACT -> FLOAT32_NOISE;
+        case BF16 -> 0.01;
+        case INT8 -> 0.05;
+      };
+      assertThat(diff(stepwise, oneShot).relative()).isLessThan(tolerance);
     }
   }
 

@@ -36,6 +36,23 @@ public final class DemoCheckpoint {
 
   private DemoCheckpoint() {}
 
+  /** The names of the configs shipped in this jar (io/moemesh/model/configs/NAME.json). */
+  public static final List<String> SHIPPED = List.of("tiny", "small", "bench");
+
+  /** {@link #write} for a shipped config ({@link #SHIPPED}). */
+  public static void writeShipped(String name, Path outDir, long seed, Format format, LoadProgress progress) throws IOException {
+    try (var in = DemoCheckpoint.class.getResourceAsStream("/io/moemesh/model/configs/" + name + ".json")) {
+      if (in == null) throw new IllegalArgumentException("no shipped config '" + name + "' (there are " + SHIPPED + ")");
+      Path config = Files.createTempFile("moemesh-config-", ".json");
+      try {
+        Files.copy(in, config, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+        write(config, outDir, seed, format, progress);
+      } finally {
+        Files.deleteIfExists(config);
+      }
+    }
+  }
+
   public static void write(Path configJson, Path outDir, long seed, Format format, LoadProgress progress) throws IOException {
     ModelConfig config = ModelConfigReader.read(configJson);
     Files.createDirectories(outDir);
