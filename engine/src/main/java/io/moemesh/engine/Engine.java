@@ -74,6 +74,11 @@ public final class Engine implements AutoCloseable {
     });
   }
 
+  /** The checks {@code submit} makes before queueing, without queueing: a request that passes can be submitted. */
+  public void validate(GenerationRequest request) {
+    core.validate(request);
+  }
+
   /** {@link #submit(GenerationRequest, OutputListener)} into a blocking stream. */
   public RequestStream submit(GenerationRequest request) {
     var stream = new RequestStream(request.id());

@@ -1,0 +1,125 @@
+package io.moemesh.prefill;
+
+import io.grpc.Status;
+import io.moemesh.engine.GenerationRequest;
+import io.moemesh.engine.KvHandoff;
+import io.moemesh.engine.LoadedEngine;
+import io.moemesh.engine.RequestOutput;
+import io.moemesh.engine.kv.PageHashes;
+import io.moemesh.enginehost.EngineHost;
+import io.moemesh.kernels.DType;
+import io.moemesh.proto.common.v1.FinishReason;
+import io.moemesh.proto.common.v1.LoadReport;
+import io.moemesh.proto.common.v1.LoadReportRequest;
+import io.moemesh.proto.kvstore.v1.KvLayout;
+import io.moemesh.proto.kvstore.v1.PutResponse;
+import io.moemesh.proto.prefill.v1.KvTicket;
+import io.moemesh.proto.prefill.v1.Prefill;
+import io.moemesh.proto.prefill.v1.PrefillRequest;
+import io.moemesh.proto.prefill.v1.PrefillResponse;
+import io.quarkus.grpc.GrpcService;
+import io.smallrye.mutiny.Uni;
+import io.smallrye.mutiny.subscription.UniEmitter;
+import jakarta.inject.Inject;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * Prefill over gRPC: opens the prompt's object in kv-store, runs the request in prefill role (each layer of
+ * each chunk streams to the store as it is computed), commits the object and answers with the ticket and the
+ * first token. A cancelled call aborts the request and revokes the object.
+ */
+@GrpcService
+public class PrefillService implements Prefill {
+  @Inject EngineHost host;
+  @Inject StorePutConnector store;
+
+  @Override
+  public Uni<PrefillResponse> prefill(PrefillRequest request) {
+    io.grpc.Context call = io.grpc.Context.current(); // cancelled with the RPC (a unary Uni is not told)
+    return Uni.createFrom().emitter(emitter -> {
+      LoadedEngine loaded = host.loaded();
+      GenerationRequest spec;
+      try {
+        int[] prompt = request.getPromptTokenIdsList().stream().mapToInt(Integer::intValue).toArray();
+        spec = new GenerationRequest(request.getRequestId(), prompt, ProtoMapping.sampling(request.getSampling()), 1,
+            request.getPriority(), new KvHandoff.Export());
+        loaded.engine().validate(spec);
+      } catch (IllegalArgumentException e) {
+        emitter.fail(Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException());
+        return;
+      }
+      KvLayout layout = layout(loaded, spec.numPromptTokens());
+      DType dtype = loaded.model().precision().kvCacheDType();
+      store.begin(spec.id(), layout, PageHashes.chain(loaded.model().modelId(), request.getPromptTokenIdsList().stream()
+          .mapToInt(Integer::intValue).toArray(), layout.getPageSize(), spec.numPromptTokens() / layout.getPageSize()),
+          dtype == DType.BF16 ? io.moemesh.proto.common.v1.DType.DTYPE_BF16 : io.moemesh.proto.common.v1.DType.DTYPE_F32, dtype.byteSize());
+      var settled = new AtomicBoolean();
+      Runnable cancel = () -> {
+        if (settled.compareAndSet(false, true)) { // cancelled before the engine finished
+          loaded.engine().abort(spec.id());
+          store.revoke(spec.id(), "prefill cancelled");
+        }
+      };
+      emitter.onTermination(cancel);
+      call.addListener(context -> cancel.run(), Runnable::run);
+      try {
+        loaded.engine().submit(spec, out -> {
+          if (out.finished() && settled.compareAndSet(false, true)) finish(spec, layout, out, emitter);
+        });
+      } catch (IllegalArgumentException e) {
+        settled.set(true);
+        store.revoke(spec.id(), e.getMessage());
+        emitter.fail(Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException());
+      }
+    });
+  }
+
+  private void finish(GenerationRequest spec, KvLayout layout, RequestOutput out, UniEmitter<? super PrefillResponse> emitter) {
+    switch (out.status()) {
+      case FINISHED_LENGTH -> store.commit(spec.id()).whenComplete((put, error) -> {
+        if (error != null)
+          emitter.fail(Status.UNAVAILABLE.withDescription("kv-store " + store.storeAddress() + " did not take the prompt's KV: "
+              + Status.fromThrowable(error)).asRuntimeException());
+        else emitter.complete(response(spec, out).setTicket(ticket(spec, layout, put)).build());
+      });
+      case FINISHED_STOPPED -> { // the first token ends the request: nothing for a decode replica to do
+        store.revoke(spec.id(), "the first token finished the request");
+        emitter.complete(response(spec, out).setFinishReason(FinishReason.FINISH_REASON_STOP).build());
+      }
+      case FINISHED_ABORTED -> {
+        store.revoke(spec.id(), "aborted");
+        emitter.fail(Status.CANCELLED.withDescription("request " + spec.id() + " was aborted").asRuntimeException());
+      }
+      default -> {
+        store.revoke(spec.id(), String.valueOf(out.error()));
+        emitter.fail(Status.INTERNAL.withDescription("request " + spec.id() + " failed: " + out.error()).asRuntimeException());
+      }
+    }
+  }
+
+  private static PrefillResponse.Builder response(GenerationRequest spec, RequestOutput out) {
+    return PrefillResponse.newBuilder().setFirstToken(ProtoMapping.token(out.newTokens().getFirst()))
+        .setSampledDraws(spec.sampling().isGreedy() ? 0 : 1).setUsage(ProtoMapping.usage(out.usage()));
+  }
+
+  private KvTicket ticket(GenerationRequest spec, KvLayout layout, PutResponse put) {
+    return KvTicket.newBuilder().setStoreAddress(store.storeAddress()).setObjectKey(put.getKey()).setNumTokens(spec.numPromptTokens())
+        .setLayout(layout).setLeaseExpireTime(put.getLeaseExpireTime()).build();
+  }
+
+  private static KvLayout layout(LoadedEngine loaded, int numTokens) {
+    var c = loaded.config();
+    return KvLayout.newBuilder().setNumLayers(c.numHiddenLayers()).setNumTokens(numTokens).setLatentDim(c.latentDim())
+        .setDtype(loaded.model().precision().kvCacheDType() == DType.BF16 ? io.moemesh.proto.common.v1.DType.DTYPE_BF16
+            : io.moemesh.proto.common.v1.DType.DTYPE_F32)
+        .setPageSize(loaded.kvCache().pageSize()).build();
+  }
+
+  @Override
+  public Uni<LoadReport> load(LoadReportRequest request) {
+    return Uni.createFrom().item(() -> {
+      var loaded = host.loaded();
+      return ProtoMapping.loadReport(loaded.engine().stats(), loaded.config().maxPositionEmbeddings());
+    });
+  }
+}

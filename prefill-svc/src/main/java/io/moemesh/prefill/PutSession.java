@@ -1,0 +1,77 @@
+package io.moemesh.prefill;
+
+import com.google.protobuf.ByteString;
+import io.grpc.stub.StreamObserver;
+import io.moemesh.proto.common.v1.DType;
+import io.moemesh.proto.common.v1.Tensor;
+import io.moemesh.proto.kvstore.v1.LayerRows;
+import io.moemesh.proto.kvstore.v1.PutEnd;
+import io.moemesh.proto.kvstore.v1.PutFrame;
+import io.moemesh.proto.kvstore.v1.PutResponse;
+import io.moemesh.proto.kvstore.v1.PutRevoke;
+import io.moemesh.proto.kvstore.v1.PutStart;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * One prompt's object on its way into kv-store: PutStart at once, a LayerRows frame per layer per chunk as
+ * the engine computes it, then PutEnd (commit) or PutRevoke. Rows resent after a preemption are skipped.
+ */
+final class PutSession implements StreamObserver<PutResponse> {
+  private final StreamObserver<PutFrame> frames;
+  private final CompletableFuture<PutResponse> result = new CompletableFuture<>();
+  private final DType dtype;
+  private final int latentDim, rowBytes;
+  private final int[] sentUpTo; // per layer: rows [0, sentUpTo) are on their way
+  private boolean closed;
+
+  PutSession(StreamObserver<PutFrame> frames, PutStart start, DType dtype, int bytesPerValue) {
+    this.frames = frames;
+    this.dtype = dtype;
+    this.latentDim = start.getLayout().getLatentDim();
+    this.rowBytes = latentDim * bytesPerValue;
+    this.sentUpTo = new int[start.getLayout().getNumLayers()];
+    frames.onNext(PutFrame.newBuilder().setStart(start).build());
+  }
+
+  /** Sends rows {@code [start, start + n)} of a layer, minus any already sent. Called on the engine's step thread. */
+  synchronized void layer(int layerId, int start, byte[] rows) {
+    int n = rows.length / rowBytes, skip = Math.max(0, sentUpTo[layerId] - start);
+    if (closed || skip >= n) return;
+    var tensor = Tensor.newBuilder().setDtype(dtype).addShape(n - skip).addShape(latentDim)
+        .setData(ByteString.copyFrom(rows, skip * rowBytes, (n - skip) * rowBytes));
+    frames.onNext(PutFrame.newBuilder().setLayer(LayerRows.newBuilder().setLayerId(layerId).setTokenStart(start + skip).setRows(tensor)).build());
+    sentUpTo[layerId] = Math.max(sentUpTo[layerId], start + n);
+  }
+
+  /** Commits the object; completes with the store's answer (its lease expiry). */
+  synchronized CompletableFuture<PutResponse> commit() {
+    if (!closed) {
+      closed = true;
+      frames.onNext(PutFrame.newBuilder().setEnd(PutEnd.getDefaultInstance()).build());
+      frames.onCompleted();
+    }
+    return result;
+  }
+
+  synchronized void revoke(String reason) {
+    if (closed) return;
+    closed = true;
+    frames.onNext(PutFrame.newBuilder().setRevoke(PutRevoke.newBuilder().setReason(reason)).build());
+    frames.onCompleted();
+  }
+
+  @Override
+  public void onNext(PutResponse response) {
+    result.complete(response);
+  }
+
+  @Override
+  public void onError(Throwable t) {
+    result.completeExceptionally(t);
+  }
+
+  @Override
+  public void onCompleted() {
+    result.completeExceptionally(new IllegalStateException("kv-store closed the put without an answer"));
+  }
+}
