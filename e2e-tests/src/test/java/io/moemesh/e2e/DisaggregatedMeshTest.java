@@ -1,0 +1,120 @@
+package io.moemesh.e2e;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.grpc.ManagedChannel;
+import io.grpc.ManagedChannelBuilder;
+import io.moemesh.engine.EngineSettings;
+import io.moemesh.engine.GenerationRequest;
+import io.moemesh.engine.KvConnector;
+import io.moemesh.engine.LoadedEngine;
+import io.moemesh.model.demo.DemoCheckpoint;
+import io.moemesh.model.sampling.SamplingParams;
+import io.moemesh.proto.common.v1.FinishReason;
+import io.moemesh.proto.decode.v1.DecodeGrpc;
+import io.moemesh.proto.decode.v1.GenerateRequest;
+import io.moemesh.proto.decode.v1.GenerateResponse;
+import io.moemesh.proto.decode.v1.LoadFailurePolicy;
+import io.moemesh.proto.kvstore.v1.KvStoreGrpc;
+import io.moemesh.proto.kvstore.v1.StatsRequest;
+import io.moemesh.proto.prefill.v1.PrefillGrpc;
+import io.moemesh.proto.prefill.v1.PrefillRequest;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * kv-store, prefill-svc and decode-svc as real processes on the tiny model: a prompt prefilled by one process,
+ * its KV moved layer by layer through the store, decoded by another, gives the tokens of one in-process engine.
+ */
+class DisaggregatedMeshTest {
+  static final Duration READY = Duration.ofMinutes(3);
+  static Path model;
+  static ServiceProcess kvStore, prefill, decode;
+  static ManagedChannel prefillChannel, decodeChannel, storeChannel;
+  static LoadedEngine reference;
+
+  @BeforeAll
+  static void startMesh() throws Exception {
+    model = Files.createTempDirectory("moemesh-e2e").resolve("tiny");
+    DemoCheckpoint.writeShipped("tiny", model, 11, DemoCheckpoint.Format.BF16, (done, total) -> {});
+    kvStore = ServiceProcess.start("kv-store", "kv-store", List.of("moemesh.kv-store.max-bytes=64M"));
+    List<String> engine = List.of("moemesh.engine.model-dir=" + model, "moemesh.engine.kv-cache-memory=16M", "moemesh.engine.threads=1");
+    var prefillProps = new ArrayList<>(engine);
+    prefillProps.addAll(List.of("moemesh.prefill.kv-store=" + kvStore.grpcAddress(), "moemesh.engine.max-batched-tokens=16"));
+    prefill = ServiceProcess.start("prefill-svc", "prefill", prefillProps);
+    decode = ServiceProcess.start("decode-svc", "decode", engine);
+    for (ServiceProcess p : List.of(kvStore, prefill, decode)) p.awaitReady(READY);
+    prefillChannel = ManagedChannelBuilder.forTarget(prefill.grpcAddress()).usePlaintext().build();
+    decodeChannel = ManagedChannelBuilder.forTarget(decode.grpcAddress()).usePlaintext().build();
+    storeChannel = ManagedChannelBuilder.forTarget(kvStore.grpcAddress()).usePlaintext().build();
+    reference = LoadedEngine.open(EngineSettings.fromConfig("e", key -> Optional.ofNullable(
+        Map.of("e.model-dir", model.toString(), "e.kv-cache-memory", "16M").get(key))), KvConnector.NONE, (done, total) -> {});
+  }
+
+  @AfterAll
+  static void stopMesh() throws Exception {
+    for (ManagedChannel c : new ManagedChannel[] {prefillChannel, decodeChannel, storeChannel}) if (c != null) c.shutdownNow();
+    for (ServiceProcess p : new ServiceProcess[] {decode, prefill, kvStore}) if (p != null) p.close();
+    if (reference != null) reference.close();
+  }
+
+  static int[] prompt(long seed, int length) {
+    return new SplittableRandom(seed).ints(length, 2, 1000).toArray();
+  }
+
+  /** Prefill on one process, decode on another; the prefill's first token, then the decode's. */
+  static List<Integer> throughTheMesh(String id, int[] prompt, io.moemesh.proto.common.v1.SamplingParams sampling, int maxTokens) {
+    var prefilled = PrefillGrpc.newBlockingStub(prefillChannel).withDeadlineAfter(60, TimeUnit.SECONDS).prefill(PrefillRequest.newBuilder()
+        .setRequestId(id).addAllPromptTokenIds(IntStream.of(prompt).boxed().toList()).setSampling(sampling).build());
+    assertThat(prefilled.hasTicket()).isTrue();
+    var request = GenerateRequest.newBuilder().setRequestId(id).addAllPromptTokenIds(IntStream.of(prompt).boxed().toList())
+        .setSampling(sampling).setMaxTokens(maxTokens).setTicket(prefilled.getTicket()).setFirstToken(prefilled.getFirstToken())
+        .setSampledDraws(prefilled.getSampledDraws()).setOnLoadFailure(LoadFailurePolicy.LOAD_FAILURE_POLICY_FAIL).build();
+    List<Integer> tokens = new ArrayList<>(List.of(prefilled.getFirstToken().getTokenId()));
+    GenerateResponse last = null;
+    for (var it = DecodeGrpc.newBlockingStub(decodeChannel).withDeadlineAfter(60, TimeUnit.SECONDS).generate(request); it.hasNext(); ) {
+      last = it.next();
+      last.getTokensList().forEach(t -> tokens.add(t.getTokenId()));
+    }
+    assertThat(last.getError()).isEmpty();
+    assertThat(last.getFinishReason()).isEqualTo(FinishReason.FINISH_REASON_LENGTH);
+    assertThat(last.getUsage().getCompletionTokens()).isEqualTo(maxTokens);
+    return tokens;
+  }
+
+  static List<Integer> inProcess(String id, int[] prompt, SamplingParams params, int maxTokens) throws Exception {
+    return IntStream.of(reference.engine().submit(GenerationRequest.of(id, prompt, params, maxTokens)).await(Duration.ofSeconds(60)).tokenIds())
+        .boxed().toList();
+  }
+
+  @Test
+  void aPromptPrefilledHereAndDecodedThereGivesTheTokensOfOneEngine() throws Exception {
+    var greedy = io.moemesh.proto.common.v1.SamplingParams.newBuilder().setIgnoreEos(true).build();
+    var seeded = io.moemesh.proto.common.v1.SamplingParams.newBuilder().setTemperature(0.8).setTopP(0.9).setSeed(42).setIgnoreEos(true).build();
+    assertThat(throughTheMesh("g1", prompt(1, 45), greedy, 12))
+        .isEqualTo(inProcess("g1", prompt(1, 45), SamplingParams.greedy().toBuilder().ignoreEos(true).build(), 12));
+    assertThat(throughTheMesh("s1", prompt(2, 20), seeded, 10))
+        .isEqualTo(inProcess("s1", prompt(2, 20), SamplingParams.greedy().toBuilder().temperature(0.8).topP(0.9).seed(42L).ignoreEos(true).build(), 10));
+  }
+
+  @Test
+  void theStoreHoldsNoObjectOnceDecodeHasLoadedIt() throws Exception {
+    var greedy = io.moemesh.proto.common.v1.SamplingParams.newBuilder().setIgnoreEos(true).build();
+    throughTheMesh("r1", prompt(3, 33), greedy, 4);
+    var store = KvStoreGrpc.newBlockingStub(storeChannel);
+    long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+    while (store.stats(StatsRequest.getDefaultInstance()).getLiveObjects() > 0 && System.nanoTime() < deadline) Thread.onSpinWait();
+    assertThat(store.stats(StatsRequest.getDefaultInstance()).getLiveObjects()).as("released after the load").isZero();
+  }
+}

@@ -1,0 +1,89 @@
+package io.moemesh.e2e;
+
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * One service of the mesh as a real process: its packaged Quarkus app ({@code MODULE/target/quarkus-app}),
+ * on free ports, logging to {@code e2e-tests/target/e2e-logs/NAME.log}; {@link #awaitReady} polls
+ * {@code /q/health/ready}.
+ */
+final class ServiceProcess implements AutoCloseable {
+  static final Path ROOT = Path.of(System.getProperty("moemesh.e2e.root", ".."));
+  final String name;
+  final int httpPort, grpcPort;
+  private final Process process;
+  private final Path log;
+
+  private ServiceProcess(String name, int httpPort, int grpcPort, Process process, Path log) {
+    this.name = name;
+    this.httpPort = httpPort;
+    this.grpcPort = grpcPort;
+    this.process = process;
+    this.log = log;
+  }
+
+  static ServiceProcess start(String module, String name, List<String> properties) throws IOException {
+    Path jar = ROOT.resolve(module).resolve("target/quarkus-app/quarkus-run.jar");
+    if (!Files.isRegularFile(jar)) throw new IllegalStateException(jar + " is missing: build " + module + " first (./mvnw verify builds it)");
+    int http = freePort(), grpc = freePort();
+    List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+        "--enable-native-access=ALL-UNNAMED", "-Xmx1g",
+        "-Dquarkus.http.port=" + http, "-Dquarkus.grpc.server.port=" + grpc));
+    properties.forEach(p -> cmd.add("-D" + p));
+    cmd.addAll(List.of("-jar", jar.toString()));
+    Path logs = ROOT.resolve("e2e-tests/target/e2e-logs");
+    Files.createDirectories(logs);
+    Path log = logs.resolve(name + ".log");
+    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+    return new ServiceProcess(name, http, grpc, p, log);
+  }
+
+  String grpcAddress() {
+    return "localhost:" + grpcPort;
+  }
+
+  /** Polls readiness until it answers 200, the process dies, or the timeout passes. */
+  void awaitReady(Duration timeout) throws Exception {
+    var http = HttpClient.newHttpClient();
+    var ready = HttpRequest.newBuilder(URI.create("http://localhost:" + httpPort + "/q/health/ready")).timeout(Duration.ofSeconds(5)).build();
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (System.nanoTime() < deadline) {
+      if (!process.isAlive()) throw new IllegalStateException(name + " exited with " + process.exitValue() + "; log:\n" + tail());
+      try {
+        if (http.send(ready, HttpResponse.BodyHandlers.discarding()).statusCode() == 200) return;
+      } catch (IOException notYet) {
+        // not listening yet
+      }
+      Thread.onSpinWait();
+      Thread.yield();
+    }
+    throw new IllegalStateException(name + " not ready after " + timeout + "; log:\n" + tail());
+  }
+
+  private String tail() throws IOException {
+    List<String> lines = Files.readAllLines(log);
+    return String.join("\n", lines.subList(Math.max(0, lines.size() - 40), lines.size()));
+  }
+
+  private static int freePort() throws IOException {
+    try (var s = new ServerSocket(0)) {
+      return s.getLocalPort();
+    }
+  }
+
+  @Override
+  public void close() throws InterruptedException {
+    process.destroy();
+    if (!process.waitFor(20, java.util.concurrent.TimeUnit.SECONDS)) process.destroyForcibly().waitFor();
+  }
+}
