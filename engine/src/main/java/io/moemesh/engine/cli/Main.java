@@ -18,6 +18,7 @@ public final class Main {
       switch (command) {
         case "make-model" -> MakeModelCommand.run(rest);
         case "generate" -> GenerateCommand.run(rest);
+        case "demo-model" -> System.out.println(DemoModels.ensure(rest.isEmpty() ? DemoModels.DEFAULT : rest.getFirst()));
         case "help", "--help", "-h" -> System.out.println(usage());
         default -> throw new UsageException("unknown command '" + command + "'");
       }

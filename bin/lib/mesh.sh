@@ -1,0 +1,136 @@
+# shellcheck shell=bash
+# `bin/moemesh up` and `down`: the mesh as local processes (sourced by bin/moemesh, which defines ROOT,
+# ensure_built, run_main and cmd_offline).
+#
+#   kv-store        HTTP 9400  gRPC 9401
+#   prefill-svc     HTTP 9200  gRPC 9201
+#   decode-svc #i   HTTP 9300+10i  gRPC 9301+10i
+#   gateway         HTTP --port (8000)
+#
+# Logs: $MOEMESH_HOME/logs/<start time>/<service>.log. `up --detach` leaves the mesh running and records its
+# processes in $MOEMESH_HOME/run/mesh.pids for `down`.
+
+MESH_PIDS=()
+MESH_NAMES=()
+MESH_PORTS=()
+
+mesh_home() { echo "${MOEMESH_HOME:-$HOME/.cache/moemesh}"; }
+
+# start_service NAME MODULE HTTP_PORT PROPERTY...: the module's packaged Quarkus app in the background.
+start_service() {
+  local name=$1 module=$2 http=$3 props=() p
+  shift 3
+  for p in "$@"; do props+=("-D$p"); done
+  local opts=()
+  read -r -a opts <<<"${MOEMESH_JAVA_OPTS:-}"
+  "$JAVA_HOME/bin/java" "${MOEMESH_JVM_ARGS[@]}" "${opts[@]}" -Dquarkus.http.port="$http" "${props[@]}" \
+    -jar "$ROOT/$module/target/quarkus-app/quarkus-run.jar" >"$MESH_LOGS/$name.log" 2>&1 &
+  MESH_PIDS+=($!)
+  MESH_NAMES+=("$name")
+  MESH_PORTS+=("$http")
+}
+
+stop_mesh() {
+  local pid
+  ((${#MESH_PIDS[@]})) || return 0
+  echo "moemesh: stopping ${MESH_NAMES[*]}" >&2
+  for pid in "${MESH_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${MESH_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  MESH_PIDS=()
+}
+
+# Polls every service's /q/health/ready; a service that exits or is not ready in time fails the start.
+await_mesh() {
+  local deadline=$((SECONDS + ${MOEMESH_READY_TIMEOUT:-300})) i ready
+  while ((SECONDS < deadline)); do
+    ready=0
+    for i in "${!MESH_PIDS[@]}"; do
+      if ! kill -0 "${MESH_PIDS[$i]}" 2>/dev/null; then
+        echo "moemesh: ${MESH_NAMES[$i]} exited; the end of $MESH_LOGS/${MESH_NAMES[$i]}.log:" >&2
+        tail -n 30 "$MESH_LOGS/${MESH_NAMES[$i]}.log" >&2
+        return 1
+      fi
+      curl -fs -o /dev/null "http://localhost:${MESH_PORTS[$i]}/q/health/ready" && ready=$((ready + 1))
+    done
+    printf '\rmoemesh: %d of %d services ready' "$ready" "${#MESH_PIDS[@]}" >&2
+    ((ready == ${#MESH_PIDS[@]})) && { echo >&2; return 0; }
+    sleep 1
+  done
+  echo >&2
+  echo "moemesh: not every service was ready within ${MOEMESH_READY_TIMEOUT:-300} s (logs in $MESH_LOGS)" >&2
+  return 1
+}
+
+cmd_up() {
+  local model='' replicas=2 port=8000 detach=0 precision=int8
+  while (($#)); do
+    case $1 in
+      --model) model=${2:?--model needs a directory}; shift 2 ;;
+      --decode-replicas) replicas=${2:?--decode-replicas needs a number}; shift 2 ;;
+      --port) port=${2:?--port needs a number}; shift 2 ;;
+      --precision) precision=${2:?--precision needs exact, bf16 or int8}; shift 2 ;;
+      --detach) detach=1; shift ;;
+      *) die_usage "up: unknown option '$1'" ;;
+    esac
+  done
+  [[ $replicas =~ ^[1-9][0-9]*$ ]] || die_usage "up: --decode-replicas must be a positive number, got '$replicas'"
+  [[ $port =~ ^[0-9]+$ ]] || die_usage "up: --port must be a number, got '$port'"
+  local pids_file
+  pids_file="$(mesh_home)/run/mesh.pids"
+  [[ -f $pids_file ]] && { echo "moemesh: a mesh is already running (bin/moemesh down stops it)" >&2; exit 1; }
+  moemesh_use_java
+  command -v curl >/dev/null || { echo "moemesh: up needs curl" >&2; exit 1; }
+  [[ -n $model ]] || model=$(cmd_offline demo-model small) || exit 1
+  [[ -f $model/config.json ]] || { echo "moemesh: $model is not a checkpoint directory (no config.json)" >&2; exit 1; }
+  local m
+  for m in kv-store prefill-svc decode-svc gateway; do ensure_built "$m"; done
+
+  MESH_LOGS="$(mesh_home)/logs/$(date +%Y%m%d-%H%M%S)"
+  mkdir -p "$MESH_LOGS" "$(mesh_home)/run"
+  # The engines share the cores: each gets its part (at least one thread).
+  local cores threads i decode_list=''
+  cores=$(nproc 2>/dev/null || echo 2)
+  threads=$((cores / (replicas + 1)))
+  ((threads >= 1)) || threads=1
+  local engine=("moemesh.engine.model-dir=$model" "moemesh.engine.precision=$precision" "moemesh.engine.threads=$threads")
+  ((detach)) || trap 'stop_mesh; exit 130' INT TERM
+  start_service kv-store kv-store 9400 quarkus.grpc.server.port=9401
+  start_service prefill prefill-svc 9200 quarkus.grpc.server.port=9201 moemesh.prefill.kv-store=localhost:9401 "${engine[@]}"
+  for ((i = 0; i < replicas; i++)); do
+    start_service "decode-$i" decode-svc $((9300 + 10 * i)) quarkus.grpc.server.port=$((9301 + 10 * i)) "${engine[@]}"
+    decode_list+="${decode_list:+,}localhost:$((9301 + 10 * i))"
+  done
+  start_service gateway gateway "$port" "moemesh.gateway.model-dir=$model" moemesh.gateway.prefill.replicas=localhost:9201 \
+    "moemesh.gateway.decode.replicas=$decode_list"
+  if ! await_mesh; then
+    stop_mesh
+    exit 1
+  fi
+  cat <<MSG
+moemesh: the mesh is up on $(basename "$model") ($precision): gateway, prefill, ${replicas} decode replica(s), kv-store
+  OpenAI API   http://localhost:$port/v1
+  logs         $MESH_LOGS
+  try          curl -s http://localhost:$port/v1/chat/completions -H 'Content-Type: application/json' \\
+                 -d '{"model": "$(basename "$model")", "messages": [{"role": "user", "content": "Hello!"}], "max_tokens": 32}'
+MSG
+  if ((detach)); then
+    printf '%s\n' "${MESH_PIDS[@]}" >"$pids_file"
+    echo "moemesh: running in the background; bin/moemesh down stops it"
+    return 0
+  fi
+  echo "moemesh: Ctrl-C stops it"
+  wait "${MESH_PIDS[@]}"
+  stop_mesh
+}
+
+cmd_down() {
+  local pids_file pid
+  pids_file="$(mesh_home)/run/mesh.pids"
+  [[ -f $pids_file ]] || { echo "moemesh: no mesh is running in the background" >&2; return 0; }
+  while read -r pid; do kill "$pid" 2>/dev/null || true; done <"$pids_file"
+  while read -r pid; do
+    while kill -0 "$pid" 2>/dev/null; do sleep 0.2; done
+  done <"$pids_file"
+  rm -f "$pids_file"
+  echo "moemesh: stopped"
+}
