@@ -141,6 +141,13 @@ class DecodeServiceTest {
   }
 
   @Test
+  void exposesTheEngineUnderVllmMetricNames() {
+    String metrics = io.restassured.RestAssured.get("http://localhost:19300/q/metrics").then().statusCode(200).extract().asString();
+    assertThat(metrics).contains("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
+        "vllm:prompt_tokens_total", "vllm:generation_tokens_total", "vllm:num_preemptions_total");
+  }
+
+  @Test
   void reportsItsLoad() {
     var load = decode.load(LoadReportRequest.getDefaultInstance()).await().atMost(TIMEOUT);
     assertThat(load.getMaxModelLen()).isEqualTo(512);
