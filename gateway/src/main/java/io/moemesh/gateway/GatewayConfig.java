@@ -1,0 +1,74 @@
+package io.moemesh.gateway;
+
+import io.quarkus.runtime.configuration.MemorySize;
+import io.smallrye.config.ConfigMapping;
+import io.smallrye.config.WithDefault;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+
+/** Settings of the gateway ({@code moemesh.gateway.*}). */
+@ConfigMapping(prefix = "moemesh.gateway")
+public interface GatewayConfig {
+
+  /** Model directory holding {@code config.json}, {@code tokenizer.json} and {@code tokenizer_config.json}. */
+  Path modelDir();
+
+  /** The model id clients send as {@code model} and {@code /v1/models} lists; default: the directory's name. */
+  Optional<String> servedModelName();
+
+  /** Keys accepted as {@code Authorization: Bearer <key>}; none configured = no authentication. */
+  Optional<List<String>> apiKeys();
+
+  /**
+   * True: Prefill on a prefill replica, then Generate with the KV ticket on a decode replica. False (or no
+   * reachable prefill replica): Generate without a ticket, so the decode replica computes the prompt itself.
+   */
+  @WithDefault("true")
+  boolean disaggregation();
+
+  /** The prefill replicas. */
+  Pool prefill();
+
+  /** The decode replicas. */
+  Pool decode();
+
+  /** Deadline of one Prefill call. */
+  @WithDefault("60s")
+  Duration prefillDeadline();
+
+  /** Deadline of one Generate stream, i.e. of a whole generation. */
+  @WithDefault("10m")
+  Duration decodeDeadline();
+
+  /** How often every replica's {@code Load} is polled for routing and readiness. */
+  @WithDefault("200ms")
+  Duration loadPollInterval();
+
+  /** Deadline of one {@code Load} call; a replica that misses it counts as unreachable until it answers again. */
+  @WithDefault("1s")
+  Duration loadTimeout();
+
+  /** Generation requests in flight at once; above it the gateway answers 429 with {@code Retry-After}. */
+  @WithDefault("256")
+  int maxInFlight();
+
+  /** The {@code Retry-After} sent with 429 and 503 answers. */
+  @WithDefault("1s")
+  Duration retryAfter();
+
+  /** Largest {@code n} (choices per prompt) a request may ask for. */
+  @WithDefault("16")
+  int maxN();
+
+  /** Largest request body accepted. */
+  @WithDefault("4M")
+  MemorySize maxBodySize();
+
+  /** A group of replicas of one role. */
+  interface Pool {
+    /** {@code host:port} of each replica's gRPC server; none = the role is absent. */
+    Optional<List<String>> replicas();
+  }
+}

@@ -1,0 +1,52 @@
+package io.moemesh.gateway;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import jakarta.inject.Singleton;
+import java.time.Duration;
+import java.util.Locale;
+
+/**
+ * The gateway's meters on {@code /q/metrics}: {@code moemesh_gateway_requests_total{endpoint,status}} (status 499 =
+ * the client left), {@code moemesh_gateway_time_to_first_token_seconds} and
+ * {@code moemesh_gateway_e2e_request_latency_seconds} (histograms), {@code moemesh_gateway_prompt_tokens_total} and
+ * {@code moemesh_gateway_generation_tokens_total}.
+ */
+@Singleton
+public class GatewayMetrics {
+  private final MeterRegistry registry;
+  private final Timer timeToFirstToken;
+  private final Timer e2eLatency;
+  private final Counter promptTokens;
+  private final Counter generationTokens;
+
+  GatewayMetrics(MeterRegistry registry) {
+    this.registry = registry;
+    this.timeToFirstToken = Timer.builder("moemesh.gateway.time.to.first.token")
+        .description("Request arrival to the first generated token").publishPercentileHistogram()
+        .register(registry);
+    this.e2eLatency = Timer.builder("moemesh.gateway.e2e.request.latency")
+        .description("Request arrival to the end of the response").publishPercentileHistogram().register(registry);
+    this.promptTokens = Counter.builder("moemesh.gateway.prompt.tokens").description("Prompt tokens of served requests")
+        .register(registry);
+    this.generationTokens = Counter.builder("moemesh.gateway.generation.tokens")
+        .description("Tokens generated for served requests").register(registry);
+  }
+
+  void requestEnded(GenerationRequest.Endpoint endpoint, int status, Duration latency) {
+    Counter.builder("moemesh.gateway.requests").description("Generation requests by endpoint and HTTP status")
+        .tag("endpoint", endpoint.name().toLowerCase(Locale.ROOT)).tag("status", Integer.toString(status))
+        .register(registry).increment();
+    e2eLatency.record(latency);
+  }
+
+  void firstToken(Duration sinceArrival) {
+    timeToFirstToken.record(sinceArrival);
+  }
+
+  void tokens(int prompt, int generated) {
+    promptTokens.increment(prompt);
+    generationTokens.increment(generated);
+  }
+}

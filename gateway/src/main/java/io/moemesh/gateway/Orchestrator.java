@@ -1,0 +1,130 @@
+package io.moemesh.gateway;
+
+import io.grpc.Metadata;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.grpc.stub.MetadataUtils;
+import io.moemesh.proto.common.v1.FinishReason;
+import io.moemesh.proto.decode.v1.DecodeGrpc;
+import io.moemesh.proto.decode.v1.GenerateRequest;
+import io.moemesh.proto.decode.v1.GenerateResponse;
+import io.moemesh.proto.prefill.v1.PrefillGrpc;
+import io.moemesh.proto.prefill.v1.PrefillRequest;
+import io.moemesh.proto.prefill.v1.PrefillResponse;
+import io.smallrye.mutiny.Multi;
+import jakarta.inject.Singleton;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Runs one choice on the mesh (ARCHITECTURE.md, "Prefill/decode disaggregation"):
+ * <pre>
+ *   disaggregated:  Prefill(prompt) on a prefill replica ─▶ first token to the client at once
+ *                   ─▶ (unless it finished the request) Generate(ticket, first token, sampled draws) on a decode replica
+ *   otherwise:      Generate(prompt) on a decode replica (no ticket: decode computes the prompt)
+ * </pre>
+ * Replicas are picked when the returned Multi is subscribed; cancelling it cancels whichever call is open. Every RPC
+ * carries a deadline and the request id as {@code x-request-id} metadata.
+ */
+@Singleton
+public class Orchestrator {
+  static final Metadata.Key<String> REQUEST_ID = Metadata.Key.of("x-request-id", Metadata.ASCII_STRING_MARSHALLER);
+
+  private final Replicas replicas;
+  private final boolean disaggregation;
+  private final Duration prefillDeadline;
+  private final Duration decodeDeadline;
+  private final Duration retryAfter;
+
+  Orchestrator(Replicas replicas, GatewayConfig config) {
+    this.replicas = replicas;
+    this.disaggregation = config.disaggregation();
+    this.prefillDeadline = config.prefillDeadline();
+    this.decodeDeadline = config.decodeDeadline();
+    this.retryAfter = config.retryAfter();
+  }
+
+  Multi<BackendChunk> generate(BackendCall call) {
+    return Multi.createFrom().deferred(() -> {
+      var prefill = disaggregation ? replicas.pickPrefill() : java.util.Optional.<Replica>empty();
+      return prefill.map(r -> prefillThenDecode(call, r)).orElseGet(() -> decode(call, null));
+    });
+  }
+
+  private Multi<BackendChunk> prefillThenDecode(BackendCall call, Replica replica) {
+    PrefillRequest request = PrefillRequest.newBuilder().setRequestId(call.rpcId())
+        .addAllPromptTokenIds(ids(call.promptIds())).setSampling(call.sampling()).build();
+    var stub = PrefillGrpc.newStub(replica.channel())
+        .withDeadlineAfter(prefillDeadline.toMillis(), TimeUnit.MILLISECONDS)
+        .withInterceptors(MetadataUtils.newAttachHeadersInterceptor(metadata(call)));
+    int promptTokens = call.promptIds().length;
+    return GrpcCalls.<PrefillRequest, PrefillResponse>unary(request, stub::prefill)
+        .onSubscription().invoke(() -> replica.started(promptTokens))
+        .onTermination().invoke(() -> replica.ended(promptTokens))
+        .onFailure().invoke(t -> markIfUnavailable(replica, t))
+        .onItem().transformToMulti(response -> afterPrefill(call, response));
+  }
+
+  private Multi<BackendChunk> afterPrefill(BackendCall call, PrefillResponse response) {
+    BackendChunk first = new BackendChunk(List.of(response.getFirstToken()), response.getFinishReason(),
+        response.hasUsage() ? response.getUsage() : null);
+    if (first.finished()) return Multi.createFrom().item(first);
+    if (call.maxTokens() <= 1) return Multi.createFrom().item(first.withFinish(FinishReason.FINISH_REASON_LENGTH));
+    if (!response.hasTicket()) {
+      return Multi.createFrom().failure(new BackendException("prefill returned neither a KV ticket nor a finish reason"));
+    }
+    // concatenation subscribes to decode only once the first token has gone downstream
+    return Multi.createBy().concatenating().streams(Multi.createFrom().item(first), decode(call, response));
+  }
+
+  private Multi<BackendChunk> decode(BackendCall call, PrefillResponse prefilled) {
+    return Multi.createFrom().deferred(() -> {
+      Replica replica = replicas.pickDecode(retryAfter);
+      GenerateRequest.Builder request = GenerateRequest.newBuilder().setRequestId(call.rpcId())
+          .addAllPromptTokenIds(ids(call.promptIds())).setSampling(call.sampling()).setMaxTokens(call.maxTokens());
+      if (prefilled != null) {
+        request.setTicket(prefilled.getTicket()).setFirstToken(prefilled.getFirstToken())
+            .setSampledDraws(prefilled.getSampledDraws());
+      }
+      var stub = DecodeGrpc.newStub(replica.channel())
+          .withDeadlineAfter(decodeDeadline.toMillis(), TimeUnit.MILLISECONDS)
+          .withInterceptors(MetadataUtils.newAttachHeadersInterceptor(metadata(call)));
+      int promptTokens = prefilled == null ? call.promptIds().length : 0;
+      return GrpcCalls.<GenerateRequest, GenerateResponse>serverStream(request.build(), stub::generate)
+          .onSubscription().invoke(() -> replica.started(promptTokens))
+          .onTermination().invoke(() -> replica.ended(promptTokens))
+          .onFailure().invoke(t -> markIfUnavailable(replica, t))
+          .onItem().transform(Orchestrator::chunk);
+    });
+  }
+
+  private static BackendChunk chunk(GenerateResponse r) {
+    switch (r.getFinishReason()) {
+      case FINISH_REASON_ERROR -> throw new BackendException("decode failed: " + r.getError());
+      case FINISH_REASON_ABORT -> throw new BackendException("decode aborted the request" + suffix(r.getError()));
+      default -> { }
+    }
+    return new BackendChunk(r.getTokensList(), r.getFinishReason(), r.hasUsage() ? r.getUsage() : null);
+  }
+
+  private static String suffix(String error) {
+    return error.isEmpty() ? "" : ": " + error;
+  }
+
+  private static void markIfUnavailable(Replica replica, Throwable t) {
+    if (t instanceof StatusRuntimeException e && e.getStatus().getCode() == Status.Code.UNAVAILABLE) {
+      replica.markUnreachable();
+    }
+  }
+
+  private static Metadata metadata(BackendCall call) {
+    Metadata md = new Metadata();
+    md.put(REQUEST_ID, call.requestId());
+    return md;
+  }
+
+  private static List<Integer> ids(int[] ids) {
+    return java.util.Arrays.stream(ids).boxed().toList();
+  }
+}

@@ -1,0 +1,96 @@
+package io.moemesh.gateway;
+
+import io.grpc.ManagedChannel;
+import io.moemesh.proto.common.v1.LoadReport;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * One prefill or decode replica: its channel, its last load report, and what this gateway has sent it since
+ * (the report lags by up to a poll interval, so the local counts keep a burst from piling onto one replica).
+ */
+final class Replica {
+  enum Role { PREFILL, DECODE }
+
+  private final Role role;
+  private final String address;
+  private final ManagedChannel channel;
+  private final AtomicLong localPromptTokens = new AtomicLong();
+  private final AtomicInteger localRequests = new AtomicInteger();
+  private final AtomicBoolean polling = new AtomicBoolean();
+  private volatile LoadReport load = LoadReport.getDefaultInstance();
+  private volatile boolean reachable; // false until the first Load answers
+
+  Replica(Role role, String address, ManagedChannel channel) {
+    this.role = role;
+    this.address = address;
+    this.channel = channel;
+  }
+
+  Role role() {
+    return role;
+  }
+
+  String address() {
+    return address;
+  }
+
+  ManagedChannel channel() {
+    return channel;
+  }
+
+  boolean reachable() {
+    return reachable;
+  }
+
+  LoadReport load() {
+    return load;
+  }
+
+  /** Prefill routing key: queued prompt tokens reported plus those sent since. */
+  long queuedPromptTokens() {
+    return load.getQueuedPromptTokens() + localPromptTokens.get();
+  }
+
+  /** Decode routing key (after KV usage): running requests reported plus those sent since. */
+  int runningRequests() {
+    return load.getNumRunning() + localRequests.get();
+  }
+
+  void started(int promptTokens) {
+    localRequests.incrementAndGet();
+    localPromptTokens.addAndGet(promptTokens);
+  }
+
+  void ended(int promptTokens) {
+    localRequests.decrementAndGet();
+    localPromptTokens.addAndGet(-promptTokens);
+  }
+
+  /** Claims the right to poll; false while the previous Load call is still out. */
+  boolean startPoll() {
+    return polling.compareAndSet(false, true);
+  }
+
+  void polled(LoadReport report) {
+    load = report;
+    reachable = true;
+    polling.set(false);
+  }
+
+  void pollFailed() {
+    reachable = false;
+    polling.set(false);
+  }
+
+  /** A call found the replica unreachable: skip it until its next Load answers. */
+  void markUnreachable() {
+    reachable = false;
+  }
+
+  @Override
+  public String toString() {
+    return role.name().toLowerCase(java.util.Locale.ROOT) + "@" + address;
+  }
+}

@@ -1,0 +1,183 @@
+package io.moemesh.gateway;
+
+import static io.moemesh.gateway.JsonFields.bool;
+import static io.moemesh.gateway.JsonFields.get;
+import static io.moemesh.gateway.JsonFields.integer;
+import static io.moemesh.gateway.JsonFields.longValue;
+import static io.moemesh.gateway.JsonFields.number;
+import static io.moemesh.gateway.JsonFields.string;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.moemesh.gateway.GenerationRequest.Endpoint;
+import io.moemesh.gateway.GenerationRequest.Prompt;
+import io.moemesh.model.sampling.SamplingParams;
+import io.moemesh.model.tokenizer.ChatMessage;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Turns an OpenAI request body into a {@link GenerationRequest}, or an {@link ApiError} (400) naming the field.
+ * Sampling ranges and their messages come from the model's {@link SamplingParams}, so every service words them
+ * the same way. Pure: no model, no framework (the model name and the context length are checked later).
+ */
+final class RequestParser {
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private final int maxN;
+
+  RequestParser(int maxN) {
+    this.maxN = maxN;
+  }
+
+  GenerationRequest parse(Endpoint endpoint, byte[] body) {
+    JsonNode root = readObject(body);
+    String model = string(root, "model", "model");
+    if (model == null) throw ApiError.invalid("you must provide a model parameter", "model");
+    boolean chat = endpoint == Endpoint.CHAT;
+    List<ChatMessage> messages = chat ? ChatMessages.parse(root.get("messages")) : List.of();
+    List<Prompt> prompts = chat ? List.of() : prompts(get(root, "prompt"));
+    if (!chat) rejectUnsupported(root);
+    int n = orDefault(integer(root, "n"), 1);
+    if (n < 1 || n > maxN) throw ApiError.invalid("n must be in [1, " + maxN + "], got " + n, "n");
+    boolean stream = orDefault(bool(root, "stream"), false);
+    boolean includeUsage = includeUsage(root, stream);
+    Integer maxTokens = maxTokens(root, chat);
+    Integer topLogprobs = chat ? chatLogprobs(root) : integer(root, "logprobs");
+    SamplingParams sampling = sampling(root, topLogprobs, chat);
+    String user = string(root, "user", "user");
+    return new GenerationRequest(endpoint, model, messages, prompts, n, stream, includeUsage, maxTokens,
+        stop(get(root, "stop")), sampling, topLogprobs, user);
+  }
+
+  private static JsonNode readObject(byte[] body) {
+    JsonNode root;
+    try {
+      root = JSON.readTree(body);
+    } catch (JsonProcessingException e) {
+      throw ApiError.invalid("We could not parse the JSON body of your request. The API expects a JSON payload, "
+          + "but what was sent was not valid JSON: " + e.getOriginalMessage(), null);
+    } catch (IOException e) {
+      throw ApiError.invalid("We could not read the body of your request: " + e.getMessage(), null);
+    }
+    if (root == null || !root.isObject()) throw ApiError.invalid("The request body must be a JSON object.", null);
+    return root;
+  }
+
+  private static boolean includeUsage(JsonNode root, boolean stream) {
+    JsonNode options = get(root, "stream_options");
+    if (options == null) return false;
+    if (!options.isObject()) throw JsonFields.wrongType("stream_options", "an object", options);
+    if (!stream) {
+      throw ApiError.invalid("The 'stream_options' parameter is only allowed when 'stream' is enabled.",
+          "stream_options");
+    }
+    JsonNode include = get(options, "include_usage");
+    if (include == null) return false;
+    if (!include.isBoolean()) throw JsonFields.wrongType("stream_options.include_usage", "a boolean", include);
+    return include.asBoolean();
+  }
+
+  /** Chat: {@code max_completion_tokens} (current name) wins over the deprecated {@code max_tokens}. */
+  private static Integer maxTokens(JsonNode root, boolean chat) {
+    String name = chat && get(root, "max_completion_tokens") != null ? "max_completion_tokens" : "max_tokens";
+    Integer value = integer(root, name);
+    if (value != null && value < 1) throw ApiError.invalid(name + " must be at least 1, got " + value, name);
+    return value;
+  }
+
+  private static Integer chatLogprobs(JsonNode root) {
+    boolean logprobs = orDefault(bool(root, "logprobs"), false);
+    Integer top = integer(root, "top_logprobs");
+    if (top == null) return logprobs ? 0 : null;
+    if (top < 0 || top > SamplingParams.MAX_LOGPROBS) {
+      throw ApiError.invalid("top_logprobs must be in [0, " + SamplingParams.MAX_LOGPROBS + "], got " + top,
+          "top_logprobs");
+    }
+    if (!logprobs) throw ApiError.invalid("top_logprobs requires logprobs to be true", "top_logprobs");
+    return top;
+  }
+
+  private static SamplingParams sampling(JsonNode root, Integer topLogprobs, boolean chat) {
+    SamplingParams.Builder b = SamplingParams.builder()
+        .temperature(orDefault(number(root, "temperature"), 1.0))
+        .topP(orDefault(number(root, "top_p"), 1.0))
+        .topK(orDefault(integer(root, "top_k"), 0))
+        .minP(orDefault(number(root, "min_p"), 0.0))
+        .presencePenalty(orDefault(number(root, "presence_penalty"), 0.0))
+        .frequencyPenalty(orDefault(number(root, "frequency_penalty"), 0.0))
+        .repetitionPenalty(orDefault(number(root, "repetition_penalty"), 1.0))
+        .seed(longValue(root, "seed"))
+        .logprobs(topLogprobs)
+        .ignoreEos(orDefault(bool(root, "ignore_eos"), false));
+    try {
+      return b.build();
+    } catch (IllegalArgumentException e) {
+      // SamplingParams' messages start with the wire name of the bad field: "top_p must be in (0, 1], got 1.5".
+      String message = e.getMessage();
+      String param = message.substring(0, Math.max(0, message.indexOf(' ')));
+      if (chat && param.equals("logprobs")) param = "top_logprobs";
+      throw ApiError.invalid(message, param.isEmpty() ? null : param);
+    }
+  }
+
+  static List<String> stop(JsonNode stop) {
+    if (stop == null) return List.of();
+    List<String> out = new ArrayList<>();
+    if (stop.isTextual()) {
+      out.add(stop.asText());
+    } else if (stop.isArray()) {
+      for (JsonNode s : stop) {
+        if (!s.isTextual()) throw JsonFields.wrongType("stop", "a string or an array of strings", stop);
+        out.add(s.asText());
+      }
+    } else {
+      throw JsonFields.wrongType("stop", "a string or an array of strings", stop);
+    }
+    if (out.stream().anyMatch(String::isEmpty)) throw ApiError.invalid("stop strings must not be empty", "stop");
+    return List.copyOf(out);
+  }
+
+  static List<Prompt> prompts(JsonNode prompt) {
+    if (prompt == null) throw ApiError.invalid("you must provide a prompt parameter", "prompt");
+    if (prompt.isTextual()) return List.of(new Prompt.Text(prompt.asText()));
+    String expected = "a string, an array of strings, an array of token ids or an array of token-id arrays";
+    if (!prompt.isArray() || prompt.isEmpty()) {
+      if (prompt.isArray()) throw ApiError.invalid("prompt must not be empty", "prompt");
+      throw JsonFields.wrongType("prompt", expected, prompt);
+    }
+    if (prompt.get(0).isIntegralNumber()) return List.of(new Prompt.Tokens(tokenIds(prompt, expected)));
+    List<Prompt> out = new ArrayList<>();
+    for (JsonNode p : prompt) {
+      if (p.isTextual()) out.add(new Prompt.Text(p.asText()));
+      else if (p.isArray() && !p.isEmpty()) out.add(new Prompt.Tokens(tokenIds(p, expected)));
+      else throw JsonFields.wrongType("prompt", expected, prompt);
+    }
+    return out;
+  }
+
+  private static int[] tokenIds(JsonNode array, String expected) {
+    int[] ids = new int[array.size()];
+    for (int i = 0; i < ids.length; i++) {
+      JsonNode id = array.get(i);
+      if (!id.isIntegralNumber() || !id.canConvertToInt()) throw JsonFields.wrongType("prompt", expected, array);
+      ids[i] = id.intValue();
+    }
+    return ids;
+  }
+
+  private static void rejectUnsupported(JsonNode root) {
+    if (orDefault(bool(root, "echo"), false)) throw ApiError.invalid("echo is not supported", "echo");
+    if (get(root, "suffix") != null) throw ApiError.invalid("suffix is not supported", "suffix");
+    Integer bestOf = integer(root, "best_of");
+    Integer n = integer(root, "n");
+    if (bestOf != null && bestOf != (n == null ? 1 : n)) {
+      throw ApiError.invalid("best_of other than n is not supported", "best_of");
+    }
+  }
+
+  private static <T> T orDefault(T value, T fallback) {
+    return value == null ? fallback : value;
+  }
+}
