@@ -1,0 +1,155 @@
+package io.moemesh.gateway;
+
+import static io.moemesh.gateway.Api.chat;
+import static io.moemesh.gateway.Api.completion;
+import static io.moemesh.gateway.Api.events;
+import static io.moemesh.gateway.Api.newId;
+import static io.moemesh.gateway.Api.post;
+import static io.restassured.RestAssured.given;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+import static org.hamcrest.Matchers.containsString;
+import static org.hamcrest.Matchers.equalTo;
+import static org.hamcrest.Matchers.nullValue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.grpc.Status;
+import io.quarkus.test.common.WithTestResource;
+import io.quarkus.test.junit.QuarkusTest;
+import io.restassured.http.ContentType;
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** Every client mistake is a 4xx in OpenAI's error shape; backend trouble is 502/503 or an error event. */
+@QuarkusTest
+@WithTestResource(TestModel.class)
+class ErrorsTest {
+
+  @BeforeEach
+  void ready() {
+    FakeMesh.loadUnavailable = false;
+    Api.awaitReady();
+  }
+
+  @Test
+  void malformedJsonIs400WithoutParam() {
+    given().contentType(ContentType.JSON).body("{\"model\": ").post("/v1/chat/completions").then().statusCode(400)
+        .body("error.type", equalTo("invalid_request_error")).body("error.param", nullValue())
+        .body("error.message", containsString("could not parse the JSON body"));
+    given().contentType(ContentType.JSON).body("[1, 2]").post("/v1/completions").then().statusCode(400)
+        .body("error.type", equalTo("invalid_request_error"));
+  }
+
+  @Test
+  void wrongTypesNameTheField() {
+    expect400(chat("hi").put("temperature", "hot"), "temperature", "expected a number");
+    expect400(chat("hi").put("max_tokens", 1.5), "max_tokens", "expected an integer");
+    expect400(chat("hi").put("stream", "yes"), "stream", "expected a boolean");
+    expect400(chat("hi").put("stop", 5), "stop", "a string or an array of strings");
+    expect400(chat("hi").put("model", 3), "model", "expected a string");
+  }
+
+  @Test
+  void outOfRangeSamplingUsesTheModelsMessages() {
+    expect400(chat("hi").put("temperature", 2.5), "temperature", "temperature must be in [0, 2] (0 = greedy), got 2.5");
+    expect400(chat("hi").put("top_p", 1.5), "top_p", "top_p must be in (0, 1], got 1.5");
+    expect400(chat("hi").put("presence_penalty", -3), "presence_penalty", "presence_penalty must be in [-2, 2], got -3.0");
+    expect400(chat("hi").put("frequency_penalty", 9), "frequency_penalty", "frequency_penalty must be in [-2, 2]");
+    expect400(chat("hi").put("logprobs", true).put("top_logprobs", 21), "top_logprobs", "top_logprobs must be in [0, 20]");
+    expect400Completion(completion("x").put("logprobs", 30), "logprobs", "logprobs must be in [0, 20] or absent, got 30");
+    expect400(chat("hi").put("max_tokens", 0), "max_tokens", "max_tokens must be at least 1");
+    expect400(chat("hi").put("n", 0), "n", "n must be in [1, 16], got 0");
+    ObjectNode options = chat("hi");
+    options.putObject("stream_options").put("include_usage", true);
+    expect400(options, "stream_options", "only allowed when 'stream' is enabled");
+  }
+
+  @Test
+  void badMessagesAre400() {
+    ObjectNode empty = chat("x");
+    empty.putArray("messages");
+    expect400(empty, "messages", "at least one message");
+    ObjectNode wizard = chat("x");
+    wizard.withArray("messages").addObject().put("role", "wizard").put("content", "abracadabra");
+    expect400(wizard, "messages[1].role", "Invalid value: 'wizard'");
+    ObjectNode image = chat("x");
+    image.withArray("messages").addObject().put("role", "user").putArray("content").addObject().put("type", "image_url");
+    expect400(image, "messages[1].content[0].type", "Only text content parts are supported");
+    ObjectNode missing = Api.JSON.createObjectNode().put("model", TestModel.SERVED_NAME);
+    expect400(missing, "messages", "messages");
+    expect400Completion(Api.JSON.createObjectNode().put("model", TestModel.SERVED_NAME), "prompt", "prompt");
+  }
+
+  @Test
+  void promptPlusMaxTokensOverTheContextSaysTheNumbers() {
+    String id = newId("too-long");
+    post("/v1/completions", id, completion("Hello").put("max_tokens", TestModel.CONTEXT)).then().statusCode(400)
+        .body("error.param", equalTo("prompt")).body("error.code", equalTo("context_length_exceeded"))
+        .body("error.message", containsString("maximum context length is " + TestModel.CONTEXT + " tokens"))
+        .body("error.message", containsString(TestModel.CONTEXT + " in the completion"));
+    String longText = "word ".repeat(600);
+    post("/v1/chat/completions", id, chat(longText)).then().statusCode(400)
+        .body("error.param", equalTo("messages")).body("error.code", equalTo("context_length_exceeded"));
+    assertThat(FakeMesh.calls(id)).isEmpty();
+  }
+
+  @Test
+  void unknownModelIs404() {
+    post("/v1/chat/completions", null, chat("hi").put("model", "gpt-4o")).then().statusCode(404)
+        .body("error.code", equalTo("model_not_found")).body("error.param", equalTo("model"))
+        .body("error.message", containsString("gpt-4o"));
+  }
+
+  @Test
+  void backendErrorMidStreamEndsWithAnErrorEvent() {
+    String id = newId("mid-stream-error");
+    FakeMesh.script(id, FakeMesh.Script.says("this will break after a few tokens").errorAfter(3));
+    List<JsonNode> events = events(post("/v1/chat/completions", id, chat("hi").put("stream", true))
+        .then().statusCode(200).extract().asString());
+    JsonNode last = events.getLast();
+    assertThat(last.path("error").path("message").asText()).contains("fake decode failure");
+    assertThat(last.path("error").path("type").asText()).isEqualTo("server_error");
+    assertThat(events).noneMatch(e -> e.asText().equals("[DONE]"));
+    assertThat(Api.streamedText(events, 0)).isNotEmpty();
+  }
+
+  @Test
+  void backendFailureBeforeAnswerIsAnHttpError() {
+    String id = newId("decode-down");
+    FakeMesh.script(id, FakeMesh.Script.says("x y z").failing(Status.INTERNAL.withDescription("kaput")));
+    post("/v1/completions", id, completion("hi")).then().statusCode(502)
+        .body("error.type", equalTo("server_error")).body("error.message", containsString("kaput"));
+    String busy = newId("decode-busy");
+    FakeMesh.script(busy, FakeMesh.Script.says("x y z").failing(Status.RESOURCE_EXHAUSTED.withDescription("no KV room")));
+    post("/v1/completions", busy, completion("hi")).then().statusCode(429)
+        .header("Retry-After", equalTo("1")).body("error.message", containsString("no KV room"));
+  }
+
+  @Test
+  void unreachableReplicasGive503WithRetryAfterAndNotReady() {
+    FakeMesh.loadUnavailable = true;
+    try {
+      await().atMost(Duration.ofSeconds(5)).until(() -> given().get("/q/health/ready").statusCode() == 503);
+      post("/v1/chat/completions", null, chat("hi")).then().statusCode(503)
+          .header("Retry-After", equalTo("1")).body("error.code", equalTo("service_unavailable"));
+    } finally {
+      FakeMesh.loadUnavailable = false;
+    }
+    Api.awaitReady();
+  }
+
+  private static void expect400(ObjectNode body, String param, String message) {
+    post("/v1/chat/completions", null, body).then().statusCode(400)
+        .body("error.type", equalTo("invalid_request_error")).body("error.param", equalTo(param))
+        .body("error.message", containsString(message));
+  }
+
+  private static void expect400Completion(ObjectNode body, String param, String message) {
+    post("/v1/completions", null, body).then().statusCode(400)
+        .body("error.type", equalTo("invalid_request_error")).body("error.param", equalTo(param))
+        .body("error.message", containsString(message));
+  }
+}
