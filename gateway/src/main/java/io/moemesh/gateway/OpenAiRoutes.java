@@ -115,6 +115,11 @@ public class OpenAiRoutes {
             inFlight.decrementAndGet();
             return;
           }
+          if (ctx.response().closed()) { // the client left while we tokenized: nothing to run
+            metrics.requestEnded(endpoint, 499, java.time.Duration.ofNanos(System.nanoTime() - start));
+            inFlight.decrementAndGet();
+            return;
+          }
           var header = new OpenAiJson.Header(requestId, endpoint, System.currentTimeMillis() / 1000, model.id());
           var writer = new ResponseWriter(ctx.response(), prepared.result(), header, metrics, config.retryAfter(),
               start, inFlight::decrementAndGet);

@@ -45,16 +45,25 @@ public class Replicas {
 
   /** The prefill replica with the fewest queued prompt tokens; empty if none is configured or reachable. */
   Optional<Replica> pickPrefill() {
-    return prefill.stream().filter(Replica::reachable).min(Comparator.comparingLong(Replica::queuedPromptTokens));
+    return leastQueued(prefill);
   }
 
   /** The decode replica with the most KV room, then the fewest running requests; 503 if none is reachable. */
   Replica pickDecode(java.time.Duration retryAfter) {
-    return decode.stream().filter(Replica::reachable)
+    return mostRoom(decode).orElseThrow(() -> ApiError.unavailable(
+        "No decode replica is reachable (" + decode.size() + " configured); retry later", retryAfter));
+  }
+
+  /** Prefill routing: least queued prompt tokens (reported + sent since), among the reachable. */
+  static Optional<Replica> leastQueued(List<Replica> replicas) {
+    return replicas.stream().filter(Replica::reachable).min(Comparator.comparingLong(Replica::queuedPromptTokens));
+  }
+
+  /** Decode routing: lowest KV-cache usage, then fewest running requests (reported + sent since). */
+  static Optional<Replica> mostRoom(List<Replica> replicas) {
+    return replicas.stream().filter(Replica::reachable)
         .min(Comparator.comparingDouble((Replica r) -> r.load().getKvCacheUsage())
-            .thenComparingInt(Replica::runningRequests))
-        .orElseThrow(() -> ApiError.unavailable(
-            "No decode replica is reachable (" + decode.size() + " configured); retry later", retryAfter));
+            .thenComparingInt(Replica::runningRequests));
   }
 
   boolean anyDecodeReachable() {

@@ -32,8 +32,9 @@ class RestrictedGatewayTest {
   public static class Restricted implements QuarkusTestProfile {
     @Override
     public Map<String, String> getConfigOverrides() {
+      // the second decode replica never answers: routing must skip it
       return Map.of("moemesh.gateway.api-keys", "other-key," + KEY, "moemesh.gateway.max-in-flight", "1",
-          "moemesh.gateway.disaggregation", "false");
+          "moemesh.gateway.disaggregation", "false", "moemesh.gateway.decode.replicas", "localhost:19101,localhost:1");
     }
   }
 
@@ -70,6 +71,21 @@ class RestrictedGatewayTest {
     assertThat(decode.hasFirstToken()).isFalse();
     assertThat(decode.getPromptTokenIdsCount()).isPositive();
     assertThat(decode.getMaxTokens()).isEqualTo(40);
+  }
+
+  @Test
+  void anUnreachableReplicaIsSkippedAndShownInReadiness() {
+    var health = Api.parse(given().get("/q/health/ready").then().statusCode(200).extract().asString());
+    var check = java.util.stream.StreamSupport.stream(health.path("checks").spliterator(), false)
+        .filter(c -> c.path("name").asText().equals("gateway model and decode replicas")).findFirst().orElseThrow();
+    assertThat(check.path("data").path("decode@localhost:19101").asText()).isEqualTo("reachable");
+    assertThat(check.path("data").path("decode@localhost:1").asText()).isEqualTo("unreachable");
+    for (int i = 0; i < 3; i++) {
+      String id = newId("skip-dead");
+      authorized().header("X-Request-Id", id).body(chat("hi").toString()).post("/v1/chat/completions").then()
+          .statusCode(200);
+      assertThat(FakeMesh.calls(id, "decode")).hasSize(1);
+    }
   }
 
   @Test
