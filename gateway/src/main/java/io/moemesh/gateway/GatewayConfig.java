@@ -42,6 +42,13 @@ public interface GatewayConfig {
   @WithDefault("10m")
   Duration decodeDeadline();
 
+  /**
+   * How many other replicas a leg (prefill, or decode before its first token) tries after one answered
+   * UNAVAILABLE; a decode leg that already streamed tokens is never retried.
+   */
+  @WithDefault("2")
+  int unavailableRetries();
+
   /** How often every replica's {@code Load} is polled for routing and readiness. */
   @WithDefault("200ms")
   Duration loadPollInterval();

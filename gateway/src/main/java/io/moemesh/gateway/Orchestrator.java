@@ -12,10 +12,12 @@ import io.moemesh.proto.prefill.v1.PrefillGrpc;
 import io.moemesh.proto.prefill.v1.PrefillRequest;
 import io.moemesh.proto.prefill.v1.PrefillResponse;
 import io.smallrye.mutiny.Multi;
+import io.smallrye.mutiny.Uni;
 import jakarta.inject.Singleton;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * Runs one choice on the mesh (ARCHITECTURE.md, "Prefill/decode disaggregation"):
@@ -24,8 +26,9 @@ import java.util.concurrent.TimeUnit;
  *                   ─▶ (unless it finished the request) Generate(ticket, first token, sampled draws) on a decode replica
  *   otherwise:      Generate(prompt) on a decode replica (no ticket: decode computes the prompt)
  * </pre>
- * Replicas are picked when the returned Multi is subscribed; cancelling it cancels whichever call is open. Every RPC
- * carries a deadline and the request id as {@code x-request-id} metadata.
+ * Replicas are picked when a leg starts; a replica that answers UNAVAILABLE before producing anything is skipped
+ * and the leg retried elsewhere. Cancelling the returned Multi cancels whichever call is open. Every RPC carries a
+ * deadline and the request id as {@code x-request-id} metadata.
  */
 @Singleton
 public class Orchestrator {
@@ -36,6 +39,7 @@ public class Orchestrator {
   private final Duration prefillDeadline;
   private final Duration decodeDeadline;
   private final Duration retryAfter;
+  private final int retries;
 
   Orchestrator(Replicas replicas, GatewayConfig config) {
     this.replicas = replicas;
@@ -43,27 +47,32 @@ public class Orchestrator {
     this.prefillDeadline = config.prefillDeadline();
     this.decodeDeadline = config.decodeDeadline();
     this.retryAfter = config.retryAfter();
+    this.retries = config.unavailableRetries();
   }
 
   Multi<BackendChunk> generate(BackendCall call) {
     return Multi.createFrom().deferred(() -> {
-      var prefill = disaggregation ? replicas.pickPrefill() : java.util.Optional.<Replica>empty();
-      return prefill.map(r -> prefillThenDecode(call, r)).orElseGet(() -> decode(call, null));
+      boolean prefill = disaggregation && replicas.pickPrefill().isPresent();
+      return prefill ? prefill(call).onItem().transformToMulti(r -> afterPrefill(call, r)) : decode(call, null);
     });
   }
 
-  private Multi<BackendChunk> prefillThenDecode(BackendCall call, Replica replica) {
-    PrefillRequest request = PrefillRequest.newBuilder().setRequestId(call.rpcId())
-        .addAllPromptTokenIds(ids(call.promptIds())).setSampling(call.sampling()).build();
-    var stub = PrefillGrpc.newStub(replica.channel())
-        .withDeadlineAfter(prefillDeadline.toMillis(), TimeUnit.MILLISECONDS)
-        .withInterceptors(MetadataUtils.newAttachHeadersInterceptor(metadata(call)));
-    int promptTokens = call.promptIds().length;
-    return GrpcCalls.<PrefillRequest, PrefillResponse>unary(request, stub::prefill)
-        .onSubscription().invoke(() -> replica.started(promptTokens))
-        .onTermination().invoke(() -> replica.ended(promptTokens))
-        .onFailure().invoke(t -> markIfUnavailable(replica, t))
-        .onItem().transformToMulti(response -> afterPrefill(call, response));
+  /** The prefill leg; a replica found UNAVAILABLE is skipped and the call goes to the next one. */
+  private Uni<PrefillResponse> prefill(BackendCall call) {
+    return Uni.createFrom().deferred(() -> {
+      Replica replica = replicas.pickPrefill().orElseThrow(() -> ApiError.unavailable(
+          "No prefill replica is reachable; retry later", retryAfter));
+      PrefillRequest request = PrefillRequest.newBuilder().setRequestId(call.rpcId())
+          .addAllPromptTokenIds(ids(call.promptIds())).setSampling(call.sampling()).build();
+      var stub = PrefillGrpc.newStub(replica.channel())
+          .withDeadlineAfter(prefillDeadline.toMillis(), TimeUnit.MILLISECONDS)
+          .withInterceptors(MetadataUtils.newAttachHeadersInterceptor(metadata(call)));
+      int promptTokens = call.promptIds().length;
+      return GrpcCalls.<PrefillRequest, PrefillResponse>unary(request, stub::prefill)
+          .onSubscription().invoke(() -> replica.started(promptTokens))
+          .onTermination().invoke(() -> replica.ended(promptTokens))
+          .onFailure().invoke(t -> markIfUnavailable(replica, t));
+    }).onFailure(Orchestrator::unavailable).retry().atMost(retries);
   }
 
   private Multi<BackendChunk> afterPrefill(BackendCall call, PrefillResponse response) {
@@ -78,7 +87,13 @@ public class Orchestrator {
     return Multi.createBy().concatenating().streams(Multi.createFrom().item(first), decode(call, response));
   }
 
+  /**
+   * The decode leg, with the prefill's ticket or without (then decode computes the prompt). A replica found
+   * UNAVAILABLE before it sent a token is skipped and the leg starts over on the next one (the ticket stays valid:
+   * the object is only released once a decode replica loaded it).
+   */
   private Multi<BackendChunk> decode(BackendCall call, PrefillResponse prefilled) {
+    AtomicBoolean anyToken = new AtomicBoolean();
     return Multi.createFrom().deferred(() -> {
       Replica replica = replicas.pickDecode(retryAfter);
       GenerateRequest.Builder request = GenerateRequest.newBuilder().setRequestId(call.rpcId())
@@ -94,9 +109,10 @@ public class Orchestrator {
       return GrpcCalls.<GenerateRequest, GenerateResponse>serverStream(request.build(), stub::generate)
           .onSubscription().invoke(() -> replica.started(promptTokens))
           .onTermination().invoke(() -> replica.ended(promptTokens))
-          .onFailure().invoke(t -> markIfUnavailable(replica, t))
-          .onItem().transform(Orchestrator::chunk);
-    });
+          .onFailure().invoke(t -> markIfUnavailable(replica, t));
+    }).onItem().invoke(() -> anyToken.set(true))
+        .onFailure(t -> !anyToken.get() && unavailable(t)).retry().atMost(retries)
+        .onItem().transform(Orchestrator::chunk);
   }
 
   private static BackendChunk chunk(GenerateResponse r) {
@@ -112,10 +128,12 @@ public class Orchestrator {
     return error.isEmpty() ? "" : ": " + error;
   }
 
+  private static boolean unavailable(Throwable t) {
+    return t instanceof StatusRuntimeException e && e.getStatus().getCode() == Status.Code.UNAVAILABLE;
+  }
+
   private static void markIfUnavailable(Replica replica, Throwable t) {
-    if (t instanceof StatusRuntimeException e && e.getStatus().getCode() == Status.Code.UNAVAILABLE) {
-      replica.markUnreachable();
-    }
+    if (unavailable(t)) replica.markUnreachable();
   }
 
   private static Metadata metadata(BackendCall call) {

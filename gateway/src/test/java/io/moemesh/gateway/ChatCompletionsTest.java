@@ -269,6 +269,12 @@ class ChatCompletionsTest {
     assertThat(FakeMesh.calls(id)).extracting(FakeMesh.Call::service).containsExactly("prefill", "decode");
   }
 
+  @Test
+  void anUnsafeRequestIdIsReplaced() {
+    var response = post("/v1/chat/completions", "has spaces;and=more", chat("hi")).then().statusCode(200).extract();
+    assertThat(response.header("X-Request-Id")).startsWith("chatcmpl-");
+  }
+
   private static byte[] bytes(JsonNode array) {
     byte[] out = new byte[array.size()];
     for (int i = 0; i < out.length; i++) out[i] = (byte) array.get(i).asInt();

@@ -15,6 +15,7 @@ import static org.hamcrest.Matchers.nullValue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.grpc.Status;
+import io.moemesh.proto.decode.v1.GenerateRequest;
 import io.quarkus.test.common.WithTestResource;
 import io.quarkus.test.junit.QuarkusTest;
 import io.restassured.http.ContentType;
@@ -126,6 +127,29 @@ class ErrorsTest {
     FakeMesh.script(busy, FakeMesh.Script.says("x y z").failing(Status.RESOURCE_EXHAUSTED.withDescription("no KV room")));
     post("/v1/completions", busy, completion("hi")).then().statusCode(429)
         .header("Retry-After", equalTo("1")).body("error.message", containsString("no KV room"));
+  }
+
+  @Test
+  void decodeUnavailableBeforeAnyTokenIsRetriedOnAnotherReplicaWithTheSameTicket() {
+    String id = newId("decode-failover");
+    FakeMesh.script(id, FakeMesh.Script.says("made it anyway").unavailableFor(1));
+    post("/v1/chat/completions", id, chat("hi")).then().statusCode(200)
+        .body("choices[0].message.content", equalTo("made it anyway"));
+    List<FakeMesh.Call> decodes = FakeMesh.calls(id, "decode");
+    assertThat(decodes).hasSize(2);
+    assertThat(decodes).extracting(c -> ((GenerateRequest) c.request()).getTicket())
+        .allMatch(t -> t.getObjectKey().equals(FakePrefill.ticketKey(id)));
+    assertThat(FakeMesh.calls(id, "prefill")).hasSize(1);
+  }
+
+  @Test
+  void decodeUnavailableEverywhereIs503() {
+    String id = newId("decode-gone");
+    FakeMesh.script(id, FakeMesh.Script.says("never").unavailableFor(99));
+    post("/v1/completions", id, completion("hi")).then().statusCode(503).header("Retry-After", equalTo("1"))
+        .body("error.type", equalTo("server_error"));
+    // each of the two replicas once (a poll may bring one back in between for a third try), then none is left
+    assertThat(FakeMesh.calls(id, "decode")).hasSizeBetween(2, 3);
   }
 
   @Test

@@ -31,6 +31,10 @@ public class FakeDecode extends DecodeGrpc.DecodeImplBase {
       responses.onError(script.decodeStatus().asRuntimeException());
       return;
     }
+    if (FakeMesh.calls(call.metadataRequestId(), "decode").size() <= script.unavailableDecodes()) {
+      responses.onError(Status.UNAVAILABLE.withDescription("fake replica going down").asRuntimeException());
+      return;
+    }
     int[] ids = FakeTokens.of(model.tokenizer(), script);
     int start = request.hasTicket() ? 1 : 0;
     if (request.hasTicket() && !ticketMatches(request, ids)) {

@@ -37,36 +37,48 @@ final class FakeMesh {
    *     {@code hangPrefill}
    * @param decodeGate decode waits for it before sending anything
    * @param decodeStatus decode fails the call with this status at once; null = no
+   * @param unavailableDecodes the first this many decode calls of the request fail with UNAVAILABLE
    */
   record Script(String text, FinishReason finish, int errorAfter, boolean hang, boolean hangPrefill,
-      CompletableFuture<Void> decodeGate, Status decodeStatus, int cachedTokens) {
+      CompletableFuture<Void> decodeGate, Status decodeStatus, int cachedTokens, int unavailableDecodes) {
     static Script says(String text) {
       return new Script(text, FinishReason.FINISH_REASON_STOP, -1, false, false,
-          CompletableFuture.completedFuture(null), null, 0);
+          CompletableFuture.completedFuture(null), null, 0, 0);
+    }
+
+    Script unavailableFor(int decodeCalls) {
+      return new Script(text, finish, errorAfter, hang, hangPrefill, decodeGate, decodeStatus, cachedTokens,
+          decodeCalls);
     }
 
     Script errorAfter(int n) {
-      return new Script(text, finish, n, hang, hangPrefill, decodeGate, decodeStatus, cachedTokens);
+      return new Script(text, finish, n, hang, hangPrefill, decodeGate, decodeStatus, cachedTokens,
+          unavailableDecodes);
     }
 
     Script hanging() {
-      return new Script(text, finish, errorAfter, true, hangPrefill, decodeGate, decodeStatus, cachedTokens);
+      return new Script(text, finish, errorAfter, true, hangPrefill, decodeGate, decodeStatus, cachedTokens,
+          unavailableDecodes);
     }
 
     Script hangingInPrefill() {
-      return new Script(text, finish, errorAfter, hang, true, decodeGate, decodeStatus, cachedTokens);
+      return new Script(text, finish, errorAfter, hang, true, decodeGate, decodeStatus, cachedTokens,
+          unavailableDecodes);
     }
 
     Script gated(CompletableFuture<Void> gate) {
-      return new Script(text, finish, errorAfter, hang, hangPrefill, gate, decodeStatus, cachedTokens);
+      return new Script(text, finish, errorAfter, hang, hangPrefill, gate, decodeStatus, cachedTokens,
+          unavailableDecodes);
     }
 
     Script failing(Status status) {
-      return new Script(text, finish, errorAfter, hang, hangPrefill, decodeGate, status, cachedTokens);
+      return new Script(text, finish, errorAfter, hang, hangPrefill, decodeGate, status, cachedTokens,
+          unavailableDecodes);
     }
 
     Script cached(int tokens) {
-      return new Script(text, finish, errorAfter, hang, hangPrefill, decodeGate, decodeStatus, tokens);
+      return new Script(text, finish, errorAfter, hang, hangPrefill, decodeGate, decodeStatus, tokens,
+          unavailableDecodes);
     }
   }
 
