@@ -137,6 +137,28 @@ class ChatCompletionsTest {
   }
 
   @Test
+  void streamingSeveralChoicesKeepsEachChoiceInOrderUnderItsIndex() {
+    String id = newId("chat-stream-n");
+    FakeMesh.script(id, FakeMesh.Script.says(TEXT));
+    ObjectNode body = chat("hi").put("stream", true).put("n", 3);
+    body.putObject("stream_options").put("include_usage", true);
+    List<JsonNode> events = events(post("/v1/chat/completions", id, body).then().statusCode(200).extract().asString());
+
+    List<JsonNode> chunks = events.subList(0, events.size() - 2);
+    for (int index = 0; index < 3; index++) {
+      int i = index;
+      List<JsonNode> mine = chunks.stream().map(c -> c.path("choices").get(0))
+          .filter(c -> c.path("index").asInt() == i).toList();
+      assertThat(mine.getFirst().path("delta").path("role").asText()).isEqualTo("assistant");
+      assertThat(mine.stream().filter(c -> !c.path("finish_reason").isNull()).toList()).singleElement()
+          .isEqualTo(mine.getLast());
+      assertThat(streamedText(chunks, i)).isEqualTo(TEXT);
+    }
+    assertThat(events.get(events.size() - 2).path("usage").path("completion_tokens").asInt())
+        .isEqualTo(3 * (model.tokenizer().encode(TEXT).length + 1));
+  }
+
+  @Test
   void maxTokensEndsWithLength() {
     String id = newId("chat-length");
     FakeMesh.script(id, FakeMesh.Script.says(TEXT));

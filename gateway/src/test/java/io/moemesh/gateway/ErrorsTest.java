@@ -45,6 +45,12 @@ class ErrorsTest {
   }
 
   @Test
+  void oversizedBodyIs413InOpenAiShape() {
+    given().contentType(ContentType.JSON).body(chat("x".repeat(5 * 1024 * 1024)).toString())
+        .post("/v1/chat/completions").then().statusCode(413).body("error.type", equalTo("invalid_request_error"));
+  }
+
+  @Test
   void wrongTypesNameTheField() {
     expect400(chat("hi").put("temperature", "hot"), "temperature", "expected a number");
     expect400(chat("hi").put("max_tokens", 1.5), "max_tokens", "expected an integer");
