@@ -89,6 +89,26 @@ class ChatCompletionsTest {
   }
 
   @Test
+  void withoutAReachablePrefillReplicaDecodeComputesThePrompt() {
+    FakeMesh.prefillLoadUnavailable = true;
+    try {
+      await().atMost(Duration.ofSeconds(5)).until(() -> readiness().contains("\"prefill@localhost:19101\":\"unreachable\"")
+          && readiness().contains("\"prefill@127.0.0.1:19101\":\"unreachable\""));
+      String id = newId("chat-no-prefill");
+      FakeMesh.script(id, FakeMesh.Script.says(TEXT));
+      post("/v1/chat/completions", id, chat("hi")).then().statusCode(200);
+      assertThat(FakeMesh.calls(id)).extracting(FakeMesh.Call::service).containsExactly("decode");
+      assertThat(((GenerateRequest) FakeMesh.calls(id).getFirst().request()).hasTicket()).isFalse();
+    } finally {
+      FakeMesh.prefillLoadUnavailable = false;
+    }
+  }
+
+  private static String readiness() {
+    return io.restassured.RestAssured.given().get("/q/health/ready").then().extract().asString().replace(" ", "");
+  }
+
+  @Test
   void streamingSendsRoleThenContentThenFinishThenDone() {
     String id = newId("chat-stream");
     FakeMesh.script(id, FakeMesh.Script.says(TEXT));

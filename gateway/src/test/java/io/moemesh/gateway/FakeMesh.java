@@ -25,6 +25,7 @@ final class FakeMesh {
   private static final Map<String, Script> SCRIPTS = new ConcurrentHashMap<>();
   private static final ConcurrentLinkedQueue<Call> CALLS = new ConcurrentLinkedQueue<>();
   static volatile boolean loadUnavailable;
+  static volatile boolean prefillLoadUnavailable;
 
   private FakeMesh() {}
 

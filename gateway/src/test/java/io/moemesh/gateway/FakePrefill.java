@@ -48,6 +48,10 @@ public class FakePrefill extends PrefillGrpc.PrefillImplBase {
 
   @Override
   public void load(LoadReportRequest request, StreamObserver<LoadReport> responses) {
+    if (FakeMesh.prefillLoadUnavailable) {
+      responses.onError(io.grpc.Status.UNAVAILABLE.withDescription("fake prefill down").asRuntimeException());
+      return;
+    }
     FakeDecode.answerLoad(responses, LoadReport.newBuilder().setQueuedPromptTokens(0).build());
   }
 }

@@ -40,7 +40,7 @@ class RestrictedGatewayTest {
 
   @BeforeEach
   void ready() {
-    Api.awaitReady();
+    Api.awaitReady("decode@localhost:1");
   }
 
   private static RequestSpecification authorized() {
