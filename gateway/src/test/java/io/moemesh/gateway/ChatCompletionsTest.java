@@ -20,6 +20,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
@@ -86,6 +87,9 @@ class ChatCompletionsTest {
     assertThat(decode.getMaxTokens()).isEqualTo(50);
     assertThat(decode.getPromptTokenIdsList()).isEqualTo(prefill.getPromptTokenIdsList());
     assertThat(calls).noneMatch(c -> c.cancelled().get());
+    // deadlines as configured (defaults: prefill 60 s, decode 10 min), minus the time the calls took to arrive
+    assertThat(calls.get(0).deadline().timeRemaining(TimeUnit.SECONDS)).isBetween(30L, 60L);
+    assertThat(calls.get(1).deadline().timeRemaining(TimeUnit.SECONDS)).isBetween(570L, 600L);
   }
 
   @Test

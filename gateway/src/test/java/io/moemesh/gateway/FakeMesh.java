@@ -2,6 +2,7 @@ package io.moemesh.gateway;
 
 import com.google.protobuf.Message;
 import io.grpc.Context;
+import io.grpc.Deadline;
 import io.grpc.Status;
 import io.moemesh.proto.common.v1.FinishReason;
 import io.moemesh.proto.common.v1.SampledToken;
@@ -83,9 +84,9 @@ final class FakeMesh {
     }
   }
 
-  /** One RPC the fakes served. */
+  /** One RPC the fakes served; {@code deadline} is the one the caller set (null: none). */
   record Call(String service, String metadataRequestId, Message request, AtomicBoolean cancelled,
-      AtomicBoolean decodeStarted) {}
+      AtomicBoolean decodeStarted, Deadline deadline) {}
 
   static void script(String requestId, Script script) {
     SCRIPTS.put(requestId, script);
@@ -96,7 +97,8 @@ final class FakeMesh {
   }
 
   static Call record(String service, Message request) {
-    Call call = new Call(service, REQUEST_ID.get(), request, new AtomicBoolean(), new AtomicBoolean());
+    Call call = new Call(service, REQUEST_ID.get(), request, new AtomicBoolean(), new AtomicBoolean(),
+        Context.current().getDeadline());
     CALLS.add(call);
     return call;
   }
