@@ -7,6 +7,7 @@ import io.moemesh.model.tokenizer.Tokenizer;
 import jakarta.annotation.PreDestroy;
 import jakarta.inject.Singleton;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 
@@ -25,7 +26,7 @@ public class ServedModel {
     ModelConfig modelConfig = ModelConfigReader.read(dir.resolve("config.json"));
     String dirName = dir.getFileName().toString();
     this.id = config.servedModelName().orElse(dirName);
-    this.acceptedNames = Set.of(id, dirName);
+    this.acceptedNames = Set.copyOf(List.of(id, dirName)); // the two are the same without served-model-name
     this.contextLength = modelConfig.maxPositionEmbeddings();
     this.tokenizer = Tokenizer.load(dir);
     this.chatTemplate = tokenizer.chatTemplate();
