@@ -5,6 +5,7 @@ import io.moemesh.model.ModelConfigReader;
 import io.moemesh.model.tokenizer.ChatTemplate;
 import io.moemesh.model.tokenizer.Tokenizer;
 import jakarta.annotation.PreDestroy;
+import jakarta.inject.Inject;
 import jakarta.inject.Singleton;
 import java.nio.file.Path;
 import java.util.List;
@@ -21,11 +22,16 @@ public class ServedModel {
   private final Optional<ChatTemplate> chatTemplate;
   private final long created = System.currentTimeMillis() / 1000;
 
+  @Inject
   ServedModel(GatewayConfig config) {
-    Path dir = config.modelDir().toAbsolutePath().normalize();
+    this(config.modelDir(), config.servedModelName());
+  }
+
+  ServedModel(Path modelDir, Optional<String> servedName) {
+    Path dir = modelDir.toAbsolutePath().normalize();
     ModelConfig modelConfig = ModelConfigReader.read(dir.resolve("config.json"));
     String dirName = dir.getFileName().toString();
-    this.id = config.servedModelName().orElse(dirName);
+    this.id = servedName.orElse(dirName);
     this.acceptedNames = Set.copyOf(List.of(id, dirName)); // the two are the same without served-model-name
     this.contextLength = modelConfig.maxPositionEmbeddings();
     this.tokenizer = Tokenizer.load(dir);

@@ -21,13 +21,19 @@ public class TestModel implements QuarkusTestResourceLifecycleManager {
 
   @Override
   public Map<String, String> start() {
+    Path dir = write();
+    return Map.of("moemesh.gateway.model-dir", dir.toString(), "moemesh.gateway.served-model-name", SERVED_NAME);
+  }
+
+  /** Writes the model files into a new temporary directory named {@value #DIR_NAME}. */
+  static Path write() {
     try {
       Path dir = Files.createTempDirectory("gateway-model").resolve(DIR_NAME);
       TokenizerFiles.write(dir, 1024, 0, EOS, CONTEXT);
       try (InputStream config = TokenizerFiles.class.getResourceAsStream("/io/moemesh/model/configs/tiny.json")) {
         Files.copy(config, dir.resolve("config.json"));
       }
-      return Map.of("moemesh.gateway.model-dir", dir.toString(), "moemesh.gateway.served-model-name", SERVED_NAME);
+      return dir;
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
