@@ -7,6 +7,8 @@ import io.moemesh.proto.common.v1.SamplingParams;
  *
  * @param requestId the client-visible request id, sent as {@code x-request-id} metadata on every RPC
  * @param rpcId the RPC's {@code request_id}: the request id itself, or {@code <id>-<choice>} when n > 1
+ * @param traceParent the W3C {@code traceparent} every RPC of the request carries
  * @param maxTokens the completion budget, the prefill's first token included
  */
-record BackendCall(String requestId, String rpcId, int[] promptIds, SamplingParams sampling, int maxTokens) {}
+record BackendCall(String requestId, String rpcId, String traceParent, int[] promptIds, SamplingParams sampling,
+    int maxTokens) {}

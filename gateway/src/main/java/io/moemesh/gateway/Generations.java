@@ -19,20 +19,20 @@ public class Generations {
     this.model = model;
   }
 
-  Multi<ChoiceEvent> run(PreparedRequest prepared, String requestId) {
+  Multi<ChoiceEvent> run(PreparedRequest prepared, String requestId, String traceParent) {
     GenerationRequest r = prepared.request();
     int choices = prepared.numChoices();
     List<Multi<ChoiceEvent>> streams = new ArrayList<>(choices);
     for (int i = 0; i < choices; i++) {
       int index = i;
-      BackendCall call = new BackendCall(requestId, choices == 1 ? requestId : requestId + "-" + i,
+      BackendCall call = new BackendCall(requestId, choices == 1 ? requestId : requestId + "-" + i, traceParent,
           prepared.promptOf(i), ProtoMapping.sampling(r.sampling(), i), prepared.maxTokensOf(i));
       streams.add(Multi.createFrom().deferred(() -> {
         var decoder = new ChoiceDecoder(index, model.tokenizer(), r.stop(), r.topLogprobs() != null);
         return untilFinished(orchestrator.generate(call).onItem().transform(decoder::accept));
       }));
     }
-    return choices == 1 ? streams.getFirst() : Multi.createBy().merging().streams(streams);
+    return choices == 1 ? streams.getFirst() : Multi.createBy().merging().withConcurrency(choices).streams(streams);
   }
 
   /**

@@ -134,7 +134,8 @@ public class OpenAiRoutes {
           var header = new OpenAiJson.Header(requestId, endpoint, System.currentTimeMillis() / 1000, model.id());
           var writer = new ResponseWriter(ctx.response(), prepared.result(), header, metrics, config.retryAfter(),
               start, inFlight::decrementAndGet);
-          writer.start(generations.run(prepared.result(), requestId), eventLoop);
+          String traceParent = TraceParent.of(ctx.request().getHeader(TraceParent.HEADER));
+          writer.start(generations.run(prepared.result(), requestId, traceParent), eventLoop);
         });
   }
 

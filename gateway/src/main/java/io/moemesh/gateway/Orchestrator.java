@@ -28,11 +28,13 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * </pre>
  * Replicas are picked when a leg starts; a replica that answers UNAVAILABLE before producing anything is skipped
  * and the leg retried elsewhere. Cancelling the returned Multi cancels whichever call is open. Every RPC carries a
- * deadline and the request id as {@code x-request-id} metadata.
+ * deadline and the request id as {@code x-request-id} metadata (and the request's W3C {@code traceparent}).
  */
 @Singleton
 public class Orchestrator {
   static final Metadata.Key<String> REQUEST_ID = Metadata.Key.of("x-request-id", Metadata.ASCII_STRING_MARSHALLER);
+  static final Metadata.Key<String> TRACE_PARENT =
+      Metadata.Key.of(TraceParent.HEADER, Metadata.ASCII_STRING_MARSHALLER);
 
   private final Replicas replicas;
   private final boolean disaggregation;
@@ -139,6 +141,7 @@ public class Orchestrator {
   private static Metadata metadata(BackendCall call) {
     Metadata md = new Metadata();
     md.put(REQUEST_ID, call.requestId());
+    md.put(TRACE_PARENT, call.traceParent());
     return md;
   }
 

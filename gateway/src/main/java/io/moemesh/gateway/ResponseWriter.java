@@ -7,6 +7,7 @@ import io.vertx.core.Context;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpServerResponse;
 import java.time.Duration;
+import org.jboss.logging.Logger;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -17,6 +18,7 @@ import java.util.List;
  * with {@code data: {"error": ...}}. A closed connection cancels the mesh calls.
  */
 final class ResponseWriter {
+  private static final Logger LOG = Logger.getLogger(ResponseWriter.class);
   private final HttpServerResponse response;
   private final PreparedRequest prepared;
   private final OpenAiJson.Header header;
@@ -118,6 +120,7 @@ final class ResponseWriter {
   private void onFailure(Throwable failure) {
     if (ended) return;
     ApiError error = ProtoMapping.toApiError(failure, retryAfter);
+    if (error.status() >= 500) LOG.warnf("request %s failed: %s", header.id(), failure.toString());
     if (headersSent) {
       response.write("data: " + error.toJson() + "\n\n"); // OpenAI's mid-stream error event
       response.end();

@@ -316,6 +316,21 @@ class ChatCompletionsTest {
   }
 
   @Test
+  void everyRpcOfARequestCarriesOneTraceParentTheClientsIfValid() {
+    String id = newId("trace-new");
+    post("/v1/chat/completions", id, chat("hi").put("n", 2)).then().statusCode(200);
+    List<String> parents = FakeMesh.calls(id).stream().map(FakeMesh.Call::traceParent).distinct().toList();
+    assertThat(FakeMesh.calls(id)).hasSize(4);
+    assertThat(parents).singleElement().asString().matches("00-[0-9a-f]{32}-[0-9a-f]{16}-01");
+
+    String clients = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    String id2 = newId("trace-client");
+    io.restassured.RestAssured.given().contentType("application/json").header("X-Request-Id", id2)
+        .header("traceparent", clients).body(chat("hi").toString()).post("/v1/chat/completions").then().statusCode(200);
+    assertThat(FakeMesh.calls(id2)).extracting(FakeMesh.Call::traceParent).containsOnly(clients);
+  }
+
+  @Test
   void anUnsafeRequestIdIsReplaced() {
     var response = post("/v1/chat/completions", "has spaces;and=more", chat("hi")).then().statusCode(200).extract();
     assertThat(response.header("X-Request-Id")).startsWith("chatcmpl-");

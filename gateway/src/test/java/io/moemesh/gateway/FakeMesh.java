@@ -21,6 +21,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  */
 final class FakeMesh {
   static final Context.Key<String> REQUEST_ID = Context.key("x-request-id");
+  static final Context.Key<String> TRACE_PARENT = Context.key("traceparent");
   static final Script DEFAULT = Script.says("Hello from the fake mesh.");
 
   private static final Map<String, Script> SCRIPTS = new ConcurrentHashMap<>();
@@ -86,7 +87,7 @@ final class FakeMesh {
 
   /** One RPC the fakes served; {@code deadline} is the one the caller set (null: none). */
   record Call(String service, String metadataRequestId, Message request, AtomicBoolean cancelled,
-      AtomicBoolean decodeStarted, Deadline deadline) {}
+      AtomicBoolean decodeStarted, Deadline deadline, String traceParent) {}
 
   static void script(String requestId, Script script) {
     SCRIPTS.put(requestId, script);
@@ -98,7 +99,7 @@ final class FakeMesh {
 
   static Call record(String service, Message request) {
     Call call = new Call(service, REQUEST_ID.get(), request, new AtomicBoolean(), new AtomicBoolean(),
-        Context.current().getDeadline());
+        Context.current().getDeadline(), TRACE_PARENT.get());
     CALLS.add(call);
     return call;
   }

@@ -9,7 +9,7 @@ import io.grpc.ServerInterceptor;
 import io.quarkus.grpc.GlobalInterceptor;
 import jakarta.enterprise.context.ApplicationScoped;
 
-/** Puts the call's {@code x-request-id} metadata into the gRPC context, where the fakes read it. */
+/** Puts the call's {@code x-request-id} and {@code traceparent} metadata into the gRPC context for the fakes. */
 @GlobalInterceptor
 @ApplicationScoped
 public class RequestIdCapture implements ServerInterceptor {
@@ -17,6 +17,8 @@ public class RequestIdCapture implements ServerInterceptor {
   public <Q, R> ServerCall.Listener<Q> interceptCall(ServerCall<Q, R> call, Metadata headers,
       ServerCallHandler<Q, R> next) {
     String id = headers.get(Orchestrator.REQUEST_ID);
-    return Contexts.interceptCall(Context.current().withValue(FakeMesh.REQUEST_ID, id), call, headers, next);
+    Context context = Context.current().withValue(FakeMesh.REQUEST_ID, id)
+        .withValue(FakeMesh.TRACE_PARENT, headers.get(Orchestrator.TRACE_PARENT));
+    return Contexts.interceptCall(context, call, headers, next);
   }
 }
