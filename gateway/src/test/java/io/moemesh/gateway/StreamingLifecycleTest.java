@@ -14,15 +14,23 @@ import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.net.Socket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
  * A stream's life on the wire, read incrementally from a raw socket: the prefill's first token reaches the client
- * before decode starts, and a client that hangs up cancels the open gRPC call (prefill or decode).
+ * before decode starts, a client that hangs up cancels the open gRPC call (prefill or decode), and concurrent
+ * streams never mix.
  */
 @QuarkusTest
 @WithTestResource(TestModel.class)
@@ -76,6 +84,29 @@ class StreamingLifecycleTest {
     }
     await().atMost(TIMEOUT).until(() -> FakeMesh.calls(id, "prefill").getFirst().cancelled().get());
     assertThat(FakeMesh.calls(id, "decode")).isEmpty();
+  }
+
+  @Test
+  void concurrentStreamsEachGetTheirOwnTokens() {
+    HttpClient client = HttpClient.newHttpClient();
+    List<CompletableFuture<Void>> done = new ArrayList<>();
+    for (int i = 0; i < 24; i++) {
+      String id = newId("concurrent-" + i);
+      String text = "Reply number " + i + " belongs to request " + i + " only.";
+      FakeMesh.script(id, FakeMesh.Script.says(text));
+      HttpRequest request = HttpRequest.newBuilder(URI.create("http://localhost:" + Api.HTTP_PORT + "/v1/chat/completions"))
+          .header("Content-Type", "application/json").header("X-Request-Id", id)
+          .POST(HttpRequest.BodyPublishers.ofString(chat("hi").put("stream", i % 2 == 0).toString())).build();
+      boolean stream = i % 2 == 0;
+      done.add(client.sendAsync(request, HttpResponse.BodyHandlers.ofString()).thenAccept(response -> {
+        assertThat(response.statusCode()).isEqualTo(200);
+        assertThat(response.headers().firstValue("X-Request-Id")).contains(id);
+        String content = stream ? Api.streamedText(Api.events(response.body()), 0)
+            : Api.parse(response.body()).path("choices").get(0).path("message").path("content").asText();
+        assertThat(content).isEqualTo(text);
+      }));
+    }
+    CompletableFuture.allOf(done.toArray(CompletableFuture[]::new)).orTimeout(30, TimeUnit.SECONDS).join();
   }
 
   private static Socket open(String requestId, String body) throws IOException {
