@@ -23,7 +23,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * Runs one choice on the mesh (ARCHITECTURE.md, "Prefill/decode disaggregation"):
  * <pre>
  *   disaggregated:  Prefill(prompt) on a prefill replica ─▶ first token to the client at once
- *                   ─▶ (unless it finished the request) Generate(ticket, first token, sampled draws) on a decode replica
+ *                   ─▶ (unless it finished the request) Generate(ticket, first token, sampled draws)
+ *                      on a decode replica
  *   otherwise:      Generate(prompt) on a decode replica (no ticket: decode computes the prompt)
  * </pre>
  * Replicas are picked when a leg starts; a replica that answers UNAVAILABLE before producing anything is skipped
@@ -83,7 +84,8 @@ public class Orchestrator {
     if (first.finished()) return Multi.createFrom().item(first);
     if (call.maxTokens() <= 1) return Multi.createFrom().item(first.withFinish(FinishReason.FINISH_REASON_LENGTH));
     if (!response.hasTicket()) {
-      return Multi.createFrom().failure(new BackendException("prefill returned neither a KV ticket nor a finish reason"));
+      return Multi.createFrom().failure(
+          new BackendException("prefill returned neither a KV ticket nor a finish reason"));
     }
     // concatenation subscribes to decode only once the first token has gone downstream
     return Multi.createBy().concatenating().streams(Multi.createFrom().item(first), decode(call, response));

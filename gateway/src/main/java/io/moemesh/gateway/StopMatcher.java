@@ -57,7 +57,7 @@ final class StopMatcher {
     return best;
   }
 
-  /** Length of the longest suffix of {@code text} (shorter than the stop string) that is a prefix of some stop string. */
+  /** Length of the longest suffix of {@code text}, shorter than the stop string, that begins some stop string. */
   private int longestSuffixStartingAStop(String text) {
     int best = 0;
     for (String stop : stops) {

@@ -79,8 +79,11 @@ class StreamingLifecycleTest {
   void hangingUpDuringPrefillCancelsThePrefillCall() throws IOException {
     String id = newId("cancel-prefill");
     FakeMesh.script(id, FakeMesh.Script.says("never sent").hangingInPrefill());
-    try (Socket ignored = open(id, chat("hi").toString())) {
+    Socket socket = open(id, chat("hi").toString());
+    try {
       await().atMost(TIMEOUT).until(() -> !FakeMesh.calls(id, "prefill").isEmpty());
+    } finally {
+      socket.close();
     }
     await().atMost(TIMEOUT).until(() -> FakeMesh.calls(id, "prefill").getFirst().cancelled().get());
     assertThat(FakeMesh.calls(id, "decode")).isEmpty();
