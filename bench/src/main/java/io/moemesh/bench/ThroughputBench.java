@@ -84,7 +84,7 @@ public final class ThroughputBench {
     var experts = new CountingExperts(model.localExperts());
     long kvBytesPerToken = (long) model.config().latentDim() * model.precision().kvCacheDType().byteSize() * model.config().numHiddenLayers();
     try (var runner = new DeepseekRunner(model, experts, kvConfig, null)) {
-      run(model, new TimedRunner(runner, experts, batch, kvBytesPerToken), kvConfig, batch, inputLen, Math.min(outputLen, 8), null);
+      run(model, new TimedRunner(runner, experts, batch, kvBytesPerToken), kvConfig, batch, Math.min(inputLen, 128), Math.min(outputLen, 8), null);
       return run(model, new TimedRunner(runner, experts, batch, kvBytesPerToken), kvConfig, batch, inputLen, outputLen, progress);
     }
   }
