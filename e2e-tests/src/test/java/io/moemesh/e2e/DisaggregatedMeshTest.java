@@ -34,13 +34,14 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * kv-store, prefill-svc and decode-svc as real processes on the tiny model: a prompt prefilled by one process,
- * its KV moved layer by layer through the store, decoded by another, gives the tokens of one in-process engine.
+ * kv-store, prefill-svc, decode-svc and the gateway as real processes on the tiny model: a prompt prefilled by
+ * one process, its KV moved layer by layer through the store, decoded by another, gives the tokens of one
+ * in-process engine — over gRPC and through the OpenAI API.
  */
 class DisaggregatedMeshTest {
   static final Duration READY = Duration.ofMinutes(3);
   static Path model;
-  static ServiceProcess kvStore, prefill, decode;
+  static ServiceProcess kvStore, prefill, decode, gateway;
   static ManagedChannel prefillChannel, decodeChannel, storeChannel;
   static LoadedEngine reference;
 
@@ -54,7 +55,9 @@ class DisaggregatedMeshTest {
     prefillProps.addAll(List.of("moemesh.prefill.kv-store=" + kvStore.grpcAddress(), "moemesh.engine.max-batched-tokens=16"));
     prefill = ServiceProcess.start("prefill-svc", "prefill", prefillProps);
     decode = ServiceProcess.start("decode-svc", "decode", engine);
-    for (ServiceProcess p : List.of(kvStore, prefill, decode)) p.awaitReady(READY);
+    gateway = ServiceProcess.start("gateway", "gateway", List.of("moemesh.gateway.model-dir=" + model,
+        "moemesh.gateway.prefill.replicas=" + prefill.grpcAddress(), "moemesh.gateway.decode.replicas=" + decode.grpcAddress()));
+    for (ServiceProcess p : List.of(kvStore, prefill, decode, gateway)) p.awaitReady(READY);
     prefillChannel = ManagedChannelBuilder.forTarget(prefill.grpcAddress()).usePlaintext().build();
     decodeChannel = ManagedChannelBuilder.forTarget(decode.grpcAddress()).usePlaintext().build();
     storeChannel = ManagedChannelBuilder.forTarget(kvStore.grpcAddress()).usePlaintext().build();
@@ -65,7 +68,7 @@ class DisaggregatedMeshTest {
   @AfterAll
   static void stopMesh() throws Exception {
     for (ManagedChannel c : new ManagedChannel[] {prefillChannel, decodeChannel, storeChannel}) if (c != null) c.shutdownNow();
-    for (ServiceProcess p : new ServiceProcess[] {decode, prefill, kvStore}) if (p != null) p.close();
+    for (ServiceProcess p : new ServiceProcess[] {gateway, decode, prefill, kvStore}) if (p != null) p.close();
     if (reference != null) reference.close();
   }
 
@@ -106,6 +109,24 @@ class DisaggregatedMeshTest {
         .isEqualTo(inProcess("g1", prompt(1, 45), SamplingParams.greedy().toBuilder().ignoreEos(true).build(), 12));
     assertThat(throughTheMesh("s1", prompt(2, 20), seeded, 10))
         .isEqualTo(inProcess("s1", prompt(2, 20), SamplingParams.greedy().toBuilder().temperature(0.8).topP(0.9).seed(42L).ignoreEos(true).build(), 10));
+  }
+
+  @Test
+  void aCompletionThroughTheGatewayIsTheTextOfOneEngine() throws Exception {
+    int[] p = prompt(4, 30);
+    String body = "{\"model\": \"tiny\", \"prompt\": " + java.util.Arrays.toString(p) + ", \"max_tokens\": 10, \"temperature\": 0}";
+    var response = java.net.http.HttpClient.newHttpClient().send(java.net.http.HttpRequest.newBuilder(
+            java.net.URI.create("http://localhost:" + gateway.httpPort + "/v1/completions"))
+        .header("Content-Type", "application/json").POST(java.net.http.HttpRequest.BodyPublishers.ofString(body)).build(),
+        java.net.http.HttpResponse.BodyHandlers.ofString());
+    assertThat(response.statusCode()).as(response.body()).isEqualTo(200);
+    var json = new com.fasterxml.jackson.databind.ObjectMapper().readTree(response.body());
+    int[] expected = reference.engine().submit(GenerationRequest.of("c1", p, SamplingParams.greedy(), 10)).await(Duration.ofSeconds(60)).tokenIds();
+    try (var tokenizer = io.moemesh.model.tokenizer.Tokenizer.load(model)) {
+      assertThat(json.at("/choices/0/text").asText()).isEqualTo(tokenizer.decode(expected, true));
+    }
+    assertThat(json.at("/usage/prompt_tokens").asInt()).isEqualTo(30);
+    assertThat(json.at("/usage/completion_tokens").asInt()).isEqualTo(expected.length);
   }
 
   @Test
