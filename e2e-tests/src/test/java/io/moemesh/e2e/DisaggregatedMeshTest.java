@@ -130,6 +130,13 @@ class DisaggregatedMeshTest {
   }
 
   @Test
+  void theOfficialOpenAiClientWorksAgainstTheGateway() throws Exception {
+    var result = NodeClient.run("openai-client.mjs", "http://localhost:" + gateway.httpPort + "/v1", "tiny");
+    assertThat(result.exitCode()).as(result.output()).isZero();
+    assertThat(result.output()).contains("ok models.list", "ok chat.completions", "ok chat.completions stream", "ok completions", "ok errors");
+  }
+
+  @Test
   void theStoreHoldsNoObjectOnceDecodeHasLoadedIt() throws Exception {
     var greedy = io.moemesh.proto.common.v1.SamplingParams.newBuilder().setIgnoreEos(true).build();
     throughTheMesh("r1", prompt(3, 33), greedy, 4);
