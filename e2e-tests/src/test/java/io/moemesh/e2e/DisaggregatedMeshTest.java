@@ -129,6 +129,44 @@ class DisaggregatedMeshTest {
     assertThat(json.at("/usage/completion_tokens").asInt()).isEqualTo(expected.length);
   }
 
+  /** 32 streams of mixed lengths at once: each complete, with its usage, and each the text of one engine. */
+  @Test
+  void thirtyTwoConcurrentStreamsEachMatchOneEngine() throws Exception {
+    var http = java.net.http.HttpClient.newHttpClient();
+    var mapper = new com.fasterxml.jackson.databind.ObjectMapper();
+    List<java.util.concurrent.CompletableFuture<java.net.http.HttpResponse<String>>> calls = new ArrayList<>();
+    List<int[]> prompts = new ArrayList<>();
+    for (int i = 0; i < 32; i++) {
+      int[] p = prompt(100 + i, 5 + 7 * i % 90);
+      prompts.add(p);
+      String body = "{\"model\": \"tiny\", \"prompt\": " + java.util.Arrays.toString(p) + ", \"max_tokens\": " + (4 + i % 13)
+          + ", \"temperature\": 0, \"stream\": true, \"stream_options\": {\"include_usage\": true}}";
+      calls.add(http.sendAsync(java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://localhost:" + gateway.httpPort + "/v1/completions"))
+          .header("Content-Type", "application/json").POST(java.net.http.HttpRequest.BodyPublishers.ofString(body)).build(),
+          java.net.http.HttpResponse.BodyHandlers.ofString()));
+    }
+    try (var tokenizer = io.moemesh.model.tokenizer.Tokenizer.load(model)) {
+      for (int i = 0; i < 32; i++) {
+        var response = calls.get(i).get(3, TimeUnit.MINUTES);
+        assertThat(response.statusCode()).as(response.body()).isEqualTo(200);
+        var text = new StringBuilder();
+        com.fasterxml.jackson.databind.JsonNode usage = null;
+        List<String> events = response.body().lines().filter(l -> l.startsWith("data: ")).map(l -> l.substring(6)).toList();
+        assertThat(events.getLast()).isEqualTo("[DONE]");
+        for (String e : events.subList(0, events.size() - 1)) {
+          var json = mapper.readTree(e);
+          json.path("choices").forEach(c -> text.append(c.path("text").asText()));
+          if (json.hasNonNull("usage")) usage = json.get("usage");
+        }
+        int[] expected = reference.engine().submit(GenerationRequest.of("c32-" + i, prompts.get(i), SamplingParams.greedy(), 4 + i % 13))
+            .await(Duration.ofSeconds(60)).tokenIds();
+        assertThat(text.toString()).as("stream %d", i).isEqualTo(tokenizer.decode(expected, true));
+        assertThat(usage.path("prompt_tokens").asInt()).isEqualTo(prompts.get(i).length);
+        assertThat(usage.path("completion_tokens").asInt()).isEqualTo(expected.length);
+      }
+    }
+  }
+
   @Test
   void theOfficialOpenAiClientWorksAgainstTheGateway() throws Exception {
     var result = NodeClient.run("openai-client.mjs", "http://localhost:" + gateway.httpPort + "/v1", "tiny");
