@@ -75,6 +75,15 @@ int32_t mk_quantize_rows(mk_context *ctx, int8_t *q, int64_t ldq, float *scales,
 int32_t mk_matmul_i8(mk_context *ctx, float *out, int64_t ldo, const int8_t *xq, int64_t ldx, const float *xs,
                      const int8_t *w, int64_t ldw, const float *ws, int64_t n, int64_t m, int64_t k);
 
+/* Grouped A8W8, a MoE layer's experts in one call: rows [row_offsets[g], row_offsets[g+1]) of xq (n = row_offsets[groups]
+ * rows, row_offsets[0] = 0, non-decreasing; else MK_E_INDEX) are multiplied by w[g] (m,k), row stride ldw, with
+ * scales ws[g] (m), exactly as mk_matmul_i8 on that group alone, bit for bit. Groups without rows are skipped
+ * (w[g], ws[g] may be null; a null one for a group with rows is MK_E_NULL). All groups' weight rows are split
+ * across the threads in one hand-off. */
+int32_t mk_matmul_i8_grouped(mk_context *ctx, float *out, int64_t ldo, const int8_t *xq, int64_t ldx, const float *xs,
+                             const int32_t *row_offsets, int64_t groups, const int8_t *const *w, int64_t ldw,
+                             const float *const *ws, int64_t m, int64_t k);
+
 /* out(m,k) (MK_F32 or MK_BF16) = fp8(w)(m,k) * scale_inv[i/block][j/block]; scale_inv row stride lds. */
 int32_t mk_dequant_fp8(mk_context *ctx, void *out, int32_t out_dtype, int64_t ldo, const uint8_t *w, int64_t ldw,
                        const float *scale_inv, int64_t lds, int64_t m, int64_t k, int64_t block);

@@ -116,6 +116,15 @@ typedef struct {
   int64_t ldo, ldw, n, k;
 } matmul_i8_job;
 
+/* xq as xu = xq + 128 (unsigned, rows packed at stride k), padded for the kernels' full-vector reads. */
+static uint8_t *to_unsigned(const int8_t *xq, int64_t ldx, int64_t n, int64_t k) {
+  uint8_t *xu = aligned_alloc(64, (size_t)((n * k + 63) / 64 * 64) + 64);
+  if (xu == NULL) return NULL;
+  for (int64_t t = 0; t < n; t++)
+    for (int64_t c = 0; c < k; c++) xu[t * k + c] = (uint8_t)(xq[t * ldx + c] + 128);
+  return xu;
+}
+
 #define K_BLOCK 1024 /* bytes of k per pass: a 6-row weight tile block (6 KiB) stays in L1 across activation tiles */
 
 /* Full 4 x 6 tiles of one activation block, k walked in K_BLOCK slices with the accumulators kept in memory. */
@@ -183,12 +192,66 @@ MK_EXPORT int32_t mk_matmul_i8(mk_context *ctx, float *out, int64_t ldo, const i
                                int64_t k) {
   if (ctx == NULL || out == NULL || xq == NULL || xs == NULL || w == NULL || ws == NULL) return MK_E_NULL;
   if (n < 0 || m < 0 || k < 0 || ldo < m || ldx < k || ldw < k) return MK_E_SHAPE;
-  uint8_t *xu = aligned_alloc(64, (size_t)((n * k + 63) / 64 * 64) + 64);
+  uint8_t *xu = to_unsigned(xq, ldx, n, k);
   if (xu == NULL) return MK_E_NOMEM;
-  for (int64_t t = 0; t < n; t++)
-    for (int64_t c = 0; c < k; c++) xu[t * k + c] = (uint8_t)(xq[t * ldx + c] + 128);
   matmul_i8_job j = {ctx->isa, out, xu, xs, w, ws, ldo, ldw, n, k};
   mk_parallel_for(ctx, m, 2 * MK_I8_NR, m * k + n * m * k / 8, matmul_i8_range, &j);
+  free(xu);
+  return MK_OK;
+}
+
+/* ---- grouped A8W8 matmul ----
+ * Each non-empty group is an mk_matmul_i8 job over its own rows; the work items are (group, weight row) pairs,
+ * numbered group-major, so one mk_parallel_for hands every thread a contiguous run of weight rows that may span
+ * groups. Each piece runs matmul_i8_range on its group's job, so a row's arithmetic (GEMV below GEMV_ROWS rows
+ * of the group, 4 x 6 tiles otherwise; exact integer sums either way) is mk_matmul_i8's. */
+typedef struct {
+  const matmul_i8_job *jobs; /* one per non-empty group */
+  int64_t m;
+} grouped_i8_job;
+
+static void grouped_i8_range(void *raw, int64_t begin, int64_t end) {
+  const grouped_i8_job *g = raw;
+  while (begin < end) {
+    int64_t group = begin / g->m, group_end = (group + 1) * g->m, stop = group_end < end ? group_end : end;
+    matmul_i8_range((void *)&g->jobs[group], begin - group * g->m, stop - group * g->m);
+    begin = stop;
+  }
+}
+
+MK_EXPORT int32_t mk_matmul_i8_grouped(mk_context *ctx, float *out, int64_t ldo, const int8_t *xq, int64_t ldx,
+                                       const float *xs, const int32_t *row_offsets, int64_t groups,
+                                       const int8_t *const *w, int64_t ldw, const float *const *ws, int64_t m,
+                                       int64_t k) {
+  if (ctx == NULL || out == NULL || xq == NULL || xs == NULL || row_offsets == NULL) return MK_E_NULL;
+  if (groups < 0 || m < 0 || k < 0 || ldo < m || ldx < k || ldw < k) return MK_E_SHAPE;
+  if (groups > 0 && (w == NULL || ws == NULL)) return MK_E_NULL;
+  if (row_offsets[0] != 0) return MK_E_INDEX;
+  int64_t used = 0;
+  for (int64_t g = 0; g < groups; g++) {
+    if (row_offsets[g + 1] < row_offsets[g]) return MK_E_INDEX;
+    if (row_offsets[g + 1] == row_offsets[g]) continue;
+    if (w[g] == NULL || ws[g] == NULL) return MK_E_NULL;
+    used++;
+  }
+  int64_t n = row_offsets[groups];
+  if (used == 0 || m == 0) return MK_OK;
+  uint8_t *xu = to_unsigned(xq, ldx, n, k);
+  matmul_i8_job *jobs = malloc(sizeof(matmul_i8_job) * (size_t)used);
+  if (xu == NULL || jobs == NULL) {
+    free(xu);
+    free(jobs);
+    return MK_E_NOMEM;
+  }
+  used = 0;
+  for (int64_t g = 0; g < groups; g++) {
+    int64_t t0 = row_offsets[g], rows = row_offsets[g + 1] - t0;
+    if (rows > 0)
+      jobs[used++] = (matmul_i8_job){ctx->isa, out + t0 * ldo, xu + t0 * k, xs + t0, w[g], ws[g], ldo, ldw, rows, k};
+  }
+  grouped_i8_job j = {jobs, m};
+  mk_parallel_for(ctx, used * m, 2 * MK_I8_NR, used * m * k + n * m * k / 8, grouped_i8_range, &j);
+  free(jobs);
   free(xu);
   return MK_OK;
 }

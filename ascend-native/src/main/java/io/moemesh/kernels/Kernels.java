@@ -53,6 +53,17 @@ public interface Kernels extends AutoCloseable {
   void matmulInt8(Tensor out, Tensor xq, Tensor xScales, Tensor w, Tensor wScales);
 
   /**
+   * Grouped A8W8 matmul — a MoE layer's routed experts in one call: rows {@code [rowOffsets[g], rowOffsets[g+1])}
+   * of xq form group g, and {@code out[rows] = matmulInt8(xq[rows], xScales[rows], w[g], wScales[g])}. The
+   * result is <b>bit-identical</b> to calling {@link #matmulInt8} group by group (exact INT32 sums, the same F32
+   * scaling); only the call overhead differs (one hand-off to the threads for all groups). out F32 (n, m);
+   * xq I8 (n, k); xScales F32 (n); rowOffsets I32 (groups + 1), non-decreasing from 0 to n; w and wScales one
+   * entry per group, every used {@code w[g]} I8 (m, k) with one common row stride and {@code wScales[g]} F32
+   * (m). A group with no rows is skipped: its weights are not read and may be null.
+   */
+  void matmulInt8Grouped(Tensor out, Tensor xq, Tensor xScales, Tensor rowOffsets, Tensor[] w, Tensor[] wScales);
+
+  /**
    * FP8 e4m3 weights with block scales to F32 or BF16, as DeepSeek-V3's {@code weight_dequant}:
    * {@code out[i][j] = fp8(w[i][j]) · scaleInv[i / block][j / block]}. out F32 or BF16 (m, k);
    * w F8_E4M3 (m, k); scaleInv F32 (ceil(m / block), ceil(k / block)).

@@ -28,6 +28,8 @@ final class NativeOps {
       JAVA_LONG, JAVA_LONG, JAVA_LONG);
   static final MethodHandle MATMUL_I8 = op("mk_matmul_i8", ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS, ADDRESS,
       JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG);
+  static final MethodHandle MATMUL_I8_GROUPED = op("mk_matmul_i8_grouped", ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG,
+      ADDRESS, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_LONG);
   static final MethodHandle DEQUANT_FP8 = op("mk_dequant_fp8", ADDRESS, JAVA_INT, JAVA_LONG, ADDRESS, JAVA_LONG,
       ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG);
   static final MethodHandle RMS_NORM = op("mk_rms_norm", ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS, JAVA_FLOAT,

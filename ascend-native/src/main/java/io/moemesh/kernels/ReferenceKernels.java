@@ -76,6 +76,16 @@ public final class ReferenceKernels extends ValidatingKernels {
     }
   }
 
+  /** Group by group, exactly {@link #doMatmulInt8} on the group's rows; groups without rows are skipped. */
+  @Override
+  protected void doMatmulInt8Grouped(Tensor out, Tensor xq, Tensor xScales, Tensor rowOffsets, Tensor[] w,
+      Tensor[] wScales) {
+    for (int g = 0; g < w.length; g++) {
+      int from = rowOffsets.getInt(g), to = rowOffsets.getInt(g + 1);
+      if (to > from) doMatmulInt8(out.rows(from, to), xq.rows(from, to), xScales.rows(from, to), w[g], wScales[g]);
+    }
+  }
+
   /** out[i][j] = fp8(w[i][j]) · scaleInv[i / block][j / block] in F32; a BF16 out rounds to nearest even. */
   @Override
   protected void doDequantizeFp8(Tensor out, Tensor w, Tensor scaleInv, int block) {

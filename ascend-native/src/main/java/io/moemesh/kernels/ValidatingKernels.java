@@ -42,6 +42,40 @@ public abstract class ValidatingKernels implements Kernels {
   }
 
   @Override
+  public final void matmulInt8Grouped(Tensor out, Tensor xq, Tensor xScales, Tensor rowOffsets, Tensor[] w,
+      Tensor[] wScales) {
+    String op = "matmulInt8Grouped";
+    var c = new Check(op, out, xq, xScales, rowOffsets);
+    c.dtype(out, "out", F32).dtype(xq, "xq", I8).dtype(xScales, "xScales", F32).dtype(rowOffsets, "rowOffsets", I32);
+    long n = xq.numRows();
+    int m = out.rowLength(), k = xq.rowLength();
+    if (out.rank() != 2 || xq.rank() != 2) c.fail("out and xq must be matrices: groups are ranges of their rows");
+    c.rows(out, n).elements(xScales, n).elements(rowOffsets, rowOffsets.numElements());
+    if (rowOffsets.numElements() < 1) c.fail("rowOffsets needs groups + 1 ≥ 1 entries");
+    int groups = Math.toIntExact(rowOffsets.numElements() - 1);
+    if (w == null || wScales == null || w.length != groups || wScales.length != groups)
+      c.fail("w and wScales need one entry per group (" + groups + "), got " + (w == null ? "null" : w.length)
+          + " and " + (wScales == null ? "null" : wScales.length));
+    if (rowOffsets.getInt(0) != 0) c.fail("rowOffsets[0] = " + rowOffsets.getInt(0) + " must be 0");
+    if (rowOffsets.getInt(groups) != n) c.fail("rowOffsets[" + groups + "] = " + rowOffsets.getInt(groups) + " must be n = " + n);
+    long ldw = -1;
+    for (int g = 0; g < groups; g++) {
+      int from = rowOffsets.getInt(g), to = rowOffsets.getInt(g + 1);
+      if (to < from) c.fail("rowOffsets must not decrease: rowOffsets[" + g + "] = " + from + " > rowOffsets[" + (g + 1) + "] = " + to);
+      if (to == from) continue;
+      if (w[g] == null || wScales[g] == null)
+        c.fail("group " + g + " has " + (to - from) + " rows but w[" + g + "] or wScales[" + g + "] is null");
+      var cg = new Check(op, out, xq, xScales, rowOffsets, w[g], wScales[g]);
+      cg.dtype(w[g], "w[" + g + "]", I8).dtype(wScales[g], "wScales[" + g + "]", F32).rows(w[g], m).cols(w[g], k)
+          .elements(wScales[g], m);
+      if (ldw >= 0 && w[g].rowStride() != ldw)
+        cg.fail("w[" + g + "] has row stride " + w[g].rowStride() + ", the groups before it " + ldw + ": all must share one");
+      ldw = w[g].rowStride();
+    }
+    doMatmulInt8Grouped(out, xq, xScales, rowOffsets, w, wScales);
+  }
+
+  @Override
   public final void dequantizeFp8(Tensor out, Tensor w, Tensor scaleInv, int block) {
     var c = new Check("dequantizeFp8", out, w, scaleInv);
     c.dtype(out, "out", F32, BF16).dtype(w, "w", F8_E4M3).dtype(scaleInv, "scaleInv", F32);
@@ -159,6 +193,10 @@ public abstract class ValidatingKernels implements Kernels {
   protected abstract void doQuantizeRows(Tensor q, Tensor scales, Tensor x);
 
   protected abstract void doMatmulInt8(Tensor out, Tensor xq, Tensor xScales, Tensor w, Tensor wScales);
+
+  /** Arguments checked, offsets included: from 0 to n, non-decreasing; every non-empty group's weights valid. */
+  protected abstract void doMatmulInt8Grouped(Tensor out, Tensor xq, Tensor xScales, Tensor rowOffsets, Tensor[] w,
+      Tensor[] wScales);
 
   protected abstract void doDequantizeFp8(Tensor out, Tensor w, Tensor scaleInv, int block);
 

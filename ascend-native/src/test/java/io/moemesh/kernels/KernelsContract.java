@@ -120,6 +120,7 @@ abstract class KernelsContract {
   @Nested class Matmul extends Fixture implements LinearOpsContract.Matmul {}
   @Nested class QuantizeRows extends Fixture implements LinearOpsContract.QuantizeRows {}
   @Nested class MatmulInt8 extends Fixture implements LinearOpsContract.MatmulInt8 {}
+  @Nested class MatmulInt8Grouped extends Fixture implements GroupedLinearContract.MatmulInt8Grouped {}
   @Nested class DequantizeFp8 extends Fixture implements LinearOpsContract.DequantizeFp8 {}
 
   @Nested class RmsNorm extends Fixture implements RowOpsContract.RmsNorm {}

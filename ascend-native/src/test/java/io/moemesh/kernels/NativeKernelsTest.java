@@ -106,6 +106,43 @@ class NativeKernelsTest {
   }
 
   /**
+   * The grouped A8W8 matmul at a MoE layer's decode shape (40 experts of 1 to 3 rows, some empty), large enough
+   * to split across threads: on 1, 2 and 3 threads the bits of matmulInt8 expert by expert on one thread.
+   */
+  @Nested
+  class GroupedThreadCount {
+    @Test
+    void groupedEqualsPerGroupMatmulInt8OnOneTwoAndThreeThreads() {
+      int groups = 48, m = 523, k = 1021;
+      try (var arena = TensorArena.open(); var one = NativeKernels.create(1); var two = NativeKernels.create(2);
+           var three = NativeKernels.create(3)) {
+        var rnd = new Random(23);
+        int[] offsets = new int[groups + 1];
+        for (int g = 0; g < groups; g++) offsets[g + 1] = offsets[g] + (g % 6 == 5 ? 0 : 1 + rnd.nextInt(3));
+        int n = offsets[groups];
+        Tensor xq = arena.allocate(DType.I8, n, k), xs = random(arena, rnd, DType.F32, n);
+        for (long i = 0; i < xq.numElements(); i++) xq.setByte(i, (byte) (rnd.nextInt(255) - 127));
+        Tensor[] w = new Tensor[groups], ws = new Tensor[groups];
+        Tensor expected = arena.allocate(DType.F32, n, m);
+        for (int g = 0; g < groups; g++) {
+          if (offsets[g + 1] == offsets[g]) continue;
+          w[g] = arena.allocate(DType.I8, m, k);
+          for (long i = 0; i < w[g].numElements(); i++) w[g].setByte(i, (byte) (rnd.nextInt(255) - 127));
+          ws[g] = random(arena, rnd, DType.F32, m);
+          one.matmulInt8(expected.rows(offsets[g], offsets[g + 1]), xq.rows(offsets[g], offsets[g + 1]),
+              xs.rows(offsets[g], offsets[g + 1]), w[g], ws[g]);
+        }
+        Tensor rowOffsets = arena.ofInts(offsets, groups + 1);
+        for (NativeKernels kernels : List.of(one, two, three)) {
+          Tensor out = arena.allocate(DType.F32, n, m);
+          kernels.matmulInt8Grouped(out, xq, xs, rowOffsets, w, ws);
+          assertThat(out.toFloatArray()).as(kernels.name()).containsExactly(expected.toFloatArray());
+        }
+      }
+    }
+  }
+
+  /**
    * Batch invariance of the BF16 × BF16 matmul: a row's output bits do not depend on how many rows share the
    * call (n = 1, 2, 3 run the GEMV, n ≥ 4 the 4 × 4 GEMM tiles and their edges), where the row sits in its tile,
    * or the thread count; on every path this CPU runs.

@@ -68,11 +68,15 @@ final class SampleCalls {
     Tensor converted = out.allocate(F32, 3, 8);
     Tensor prefillOut = out.allocate(F32, 3, 2, 3);
     Tensor sum = out.allocate(F32, 3, 8);
+    Tensor groupedOut = out.allocate(F32, 3, 5);
+    Tensor rowOffsets = in.ofInts(new int[] {0, 1, 1, 3}, 4);
 
     return List.of(
         new SampleCall("matmul", List.of(matmulOut), k -> k.matmul(matmulOut, x, w)),
         new SampleCall("quantizeRows", List.of(q8, scales), k -> k.quantizeRows(q8, scales, x)),
         new SampleCall("matmulInt8", List.of(int8Out), k -> k.matmulInt8(int8Out, xq, xScales, wq, wScales)),
+        new SampleCall("matmulInt8Grouped", List.of(groupedOut), k -> k.matmulInt8Grouped(groupedOut, xq, xScales,
+            rowOffsets, new Tensor[] {wq, null, wq}, new Tensor[] {wScales, null, wScales})),
         new SampleCall("dequantizeFp8", List.of(dequantOut), k -> k.dequantizeFp8(dequantOut, fp8, scaleInv, 4)),
         new SampleCall("rmsNorm", List.of(normOut), k -> k.rmsNorm(normOut, x, normWeight, 1e-6f)),
         new SampleCall("rope", List.of(roped), k -> k.rope(roped, positions, table)),

@@ -22,6 +22,8 @@ final class KernelCases {
   static final String GEMM_F32_BF16 = "gemm_f32_bf16";
   static final String GEMM_BF16_BF16 = "gemm_bf16_bf16";
   static final String MLA_DECODE = "mla_decode";
+  static final String MOE_INT8_EXPERTS = "moe_int8_experts";
+  static final String MOE_INT8_GROUPED = "moe_int8_grouped";
 
   /**
    * One kernel call and what it does per call: {@code workPerCall} bytes (unit GB/s) or operations (GOP/s).
@@ -49,17 +51,21 @@ final class KernelCases {
     add(cases, only, GEMM_F32_BF16, () -> gemmBf16(arena, fill, DType.F32, 32, 16384, 1024));
     add(cases, only, GEMM_BF16_BF16, () -> gemmBf16(arena, fill, DType.BF16, 32, 16384, 1024));
     add(cases, only, MLA_DECODE, () -> mlaDecode(arena, fill, new MlaShape(8, 16, 512, 64, 4096, 64)));
+    // one MoE projection at a decode batch of ~13 on the bench model: 40 experts of 2 rows, per expert vs grouped
+    add(cases, only, MOE_INT8_EXPERTS, () -> moeInt8(arena, fill, false, 40, 2, 512, 1024));
+    add(cases, only, MOE_INT8_GROUPED, () -> moeInt8(arena, fill, true, 40, 2, 512, 1024));
     progress.log("weights ready");
     return cases;
   }
 
   /** Every case name, in the order they run (a case runs after the case it is compared with). */
   static final List<String> NAMES = List.of(GEMV_INT8, GEMV_BF16, GEMV_BF16_BF16, GEMM_INT8, GEMM_F32_BF16,
-      GEMM_BF16_BF16, MLA_DECODE);
+      GEMM_BF16_BF16, MLA_DECODE, MOE_INT8_EXPERTS, MOE_INT8_GROUPED);
 
   /** Makes the case when {@code only} is empty or names it, or names a case compared with it. */
   private static void add(List<Case> cases, Set<String> only, String name, Supplier<Case> make) {
-    if (only.isEmpty() || only.contains(name) || (name.equals(GEMM_F32_BF16) && only.contains(GEMM_BF16_BF16)))
+    if (only.isEmpty() || only.contains(name) || (name.equals(GEMM_F32_BF16) && only.contains(GEMM_BF16_BF16))
+        || (name.equals(MOE_INT8_EXPERTS) && only.contains(MOE_INT8_GROUPED)))
       cases.add(make.get());
   }
 
@@ -123,6 +129,41 @@ final class KernelCases {
     fill.uniform(xScales, 1e-2f, 2e-2f);
     String shape = "n=" + n + " m=" + m + " k=" + k + " I8";
     return new Case(GEMM_INT8, shape, 2.0 * n * m * k, "GOP/s", VNNI_PEAK, kernels -> kernels.matmulInt8(out, xq, xScales, w, wScales));
+  }
+
+  /**
+   * A MoE layer's projection in batched decode, A8W8: {@code groups} experts of {@code rows} rows each, each with
+   * its own (m, k) weights, as {@code groups} matmulInt8 calls ({@code moe_int8_experts}, against triad) or one
+   * matmulInt8Grouped call ({@code moe_int8_grouped}, against the per-expert calls on the same tensors'
+   * shapes in the same run: the ratio is the speed-up). The work is the weight bytes streamed.
+   */
+  private static Case moeInt8(TensorArena arena, Fill fill, boolean grouped, int groups, int rows, int m, int k) {
+    int n = groups * rows;
+    Tensor xq = arena.allocate(DType.I8, n, k);
+    Tensor xScales = arena.allocate(DType.F32, n);
+    Tensor out = arena.allocate(DType.F32, n, m);
+    fill.int8(xq);
+    fill.uniform(xScales, 1e-2f, 2e-2f);
+    Tensor[] w = new Tensor[groups], wScales = new Tensor[groups];
+    int[] offsets = new int[groups + 1];
+    for (int g = 0; g < groups; g++) {
+      w[g] = arena.allocate(DType.I8, m, k);
+      wScales[g] = arena.allocate(DType.F32, m);
+      fill.int8(w[g]);
+      fill.uniform(wScales[g], 1e-3f, 2e-3f);
+      offsets[g + 1] = offsets[g] + rows;
+    }
+    Tensor rowOffsets = arena.ofInts(offsets, groups + 1);
+    String shape = groups + " x (n=" + rows + " m=" + m + " k=" + k + ") I8 (" + mib((long) groups * m * k) + ")";
+    double bytes = (double) groups * m * k;
+    if (grouped)
+      return new Case(MOE_INT8_GROUPED, shape + " 1 call", bytes, "GB/s", MOE_INT8_EXPERTS,
+          kernels -> kernels.matmulInt8Grouped(out, xq, xScales, rowOffsets, w, wScales));
+    return new Case(MOE_INT8_EXPERTS, shape + " " + groups + " calls", bytes, "GB/s", TRIAD, kernels -> {
+      for (int g = 0; g < groups; g++)
+        kernels.matmulInt8(out.rows(g * rows, (g + 1) * rows), xq.rows(g * rows, (g + 1) * rows),
+            xScales.rows(g * rows, (g + 1) * rows), w[g], wScales[g]);
+    });
   }
 
   record MlaShape(int batch, int heads, int kvLoraRank, int ropeDim, int contextLen, int pageSize) {}

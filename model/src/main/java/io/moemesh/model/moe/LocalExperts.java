@@ -4,8 +4,10 @@ import io.moemesh.kernels.DType;
 import io.moemesh.kernels.Kernels;
 import io.moemesh.kernels.Tensor;
 import io.moemesh.kernels.TensorArena;
+import io.moemesh.model.Linear;
 import io.moemesh.model.Mlp;
 import java.util.Map;
+import java.util.function.Function;
 
 /** Experts computed in this process, combined in routing order (by expert, never by arrival). */
 public final class LocalExperts implements ExpertBackend {
@@ -22,7 +24,9 @@ public final class LocalExperts implements ExpertBackend {
    * once in routing order, so each expert's tokens are one contiguous block of rows; each expert runs its
    * {@code w1}/{@code w3} over its block; SiLU·mul and the requantization run once over all rows; each expert
    * runs {@code w2}; one scatter-add combines in routing order. Every op is row-independent, so this equals
-   * running the experts one by one.
+   * running the experts one by one. For A8W8 each projection of all experts is one grouped call
+   * ({@link Kernels#matmulInt8Grouped}, bit-identical to a call per expert): at decode batches a layer touches
+   * dozens of experts with a few rows each, and a call apiece cost more in hand-offs than the work itself.
    */
   @Override
   public void routed(Kernels k, int layerId, Tensor out, Tensor x, Routing routing, TensorArena scratch) {
@@ -45,14 +49,13 @@ public final class LocalExperts implements ExpertBackend {
     if (int8) {
       Tensor xq = scratch.allocate(DType.I8, assignments, dim), xs = scratch.allocate(DType.F32, assignments);
       k.gatherQuantize(xq, xs, x, rows);
-      forEachExpert(routing, (e, from, to) -> {
-        experts[e].w1().applyInt8(k, gate.rows(from, to), xq.rows(from, to), xs.rows(from, to));
-        experts[e].w3().applyInt8(k, up.rows(from, to), xq.rows(from, to), xs.rows(from, to));
-      });
+      Tensor offsets = scratch.ofInts(routing.expertOffsets(), routing.numExperts() + 1);
+      k.matmulInt8Grouped(gate, xq, xs, offsets, weights(experts, routing, Mlp::w1, true), weights(experts, routing, Mlp::w1, false));
+      k.matmulInt8Grouped(up, xq, xs, offsets, weights(experts, routing, Mlp::w3, true), weights(experts, routing, Mlp::w3, false));
       k.siluMul(gate, gate, up);
       Tensor hq = scratch.allocate(DType.I8, assignments, inter), hs = scratch.allocate(DType.F32, assignments);
       k.quantizeRows(hq, hs, gate);
-      forEachExpert(routing, (e, from, to) -> experts[e].w2().applyInt8(k, y.rows(from, to), hq.rows(from, to), hs.rows(from, to)));
+      k.matmulInt8Grouped(y, hq, hs, offsets, weights(experts, routing, Mlp::w2, true), weights(experts, routing, Mlp::w2, false));
     } else {
       Tensor gathered = scratch.allocate(DType.F32, assignments, dim);
       for (int i = 0; i < assignments; i++) gathered.rows(i, i + 1).copyFrom(x.rows(routing.tokenRows()[i], routing.tokenRows()[i] + 1));
@@ -64,6 +67,18 @@ public final class LocalExperts implements ExpertBackend {
       forEachExpert(routing, (e, from, to) -> experts[e].w2().apply(k, y.rows(from, to), gate.rows(from, to), scratch));
     }
     k.scatterAdd(out, y, rows, scratch.ofFloats(routing.weights(), assignments));
+  }
+
+  /** One projection's INT8 weights (or scales) by expert, null for experts without rows (the grouped op skips them). */
+  private static Tensor[] weights(Mlp[] experts, Routing routing, Function<Mlp, Linear> projection, boolean weight) {
+    Tensor[] t = new Tensor[routing.numExperts()];
+    for (int e = 0; e < t.length; e++) {
+      if (routing.count(e) == 0) continue;
+      Linear l = projection.apply(experts[e]);
+      if (!l.isInt8()) throw new IllegalStateException("expert " + e + " mixes INT8 and " + l.weight().dtype() + " weights");
+      t[e] = weight ? l.weight() : l.scales();
+    }
+    return t;
   }
 
   private interface ExpertBlock {

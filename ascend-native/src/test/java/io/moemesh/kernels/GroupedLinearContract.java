@@ -1,0 +1,132 @@
+package io.moemesh.kernels;
+
+import static io.moemesh.kernels.ContractBase.seed;
+import static io.moemesh.kernels.DType.F32;
+import static io.moemesh.kernels.DType.I8;
+import static io.moemesh.kernels.TestTensors.assertBitEqual;
+import static io.moemesh.kernels.TestTensors.garbage;
+import static io.moemesh.kernels.TestTensors.int8;
+import static io.moemesh.kernels.TestTensors.uniform;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.moemesh.kernels.ContractChecks.Call;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Random;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * The contract of matmulInt8Grouped, run as a {@code @Nested} group of {@link KernelsContract}: bit for bit the
+ * reference, and bit for bit the same kernels' matmulInt8 called group by group (the op's whole promise).
+ */
+final class GroupedLinearContract {
+  private GroupedLinearContract() {}
+
+  interface MatmulInt8Grouped extends ContractBase {
+    /** Rows per group: one group; GEMV and GEMM sizes and empty groups mixed; a lone non-empty group. */
+    int[][] GROUPINGS = {{17}, {0, 1, 3, 4, 0, 5, 17, 2}, {0, 0, 4, 0}};
+
+    static Stream<Arguments> shapes() {
+      List<Arguments> cases = new ArrayList<>();
+      for (int[] sizes : GROUPINGS) for (int k : new int[] {1, 63, 64, 65, 1021}) for (int m : new int[] {1, 5, 131})
+        cases.add(Arguments.of(Arrays.toString(sizes), k, m));
+      return cases.stream();
+    }
+
+    /** in = {xq, xScales, rowOffsets, w[0], wScales[0], w[1], wScales[1], …}. */
+    static Call call() {
+      return (k, out, in) -> {
+        int groups = (in.length - 3) / 2;
+        Tensor[] w = new Tensor[groups], s = new Tensor[groups];
+        for (int g = 0; g < groups; g++) {
+          w[g] = in[3 + 2 * g];
+          s[g] = in[4 + 2 * g];
+        }
+        k.matmulInt8Grouped(out[0], in[0], in[1], in[2], w, s);
+      };
+    }
+
+    /** Inputs for groups of the given sizes; empty groups get null weights. The last x row is all 127. */
+    private Tensor[] inputs(Random random, int[] sizes, int k, int m) {
+      int n = Arrays.stream(sizes).sum();
+      int[] offsets = new int[sizes.length + 1];
+      for (int g = 0; g < sizes.length; g++) offsets[g + 1] = offsets[g] + sizes[g];
+      Tensor xq = int8(arena(), random, n, k);
+      for (int j = 0; j < k && n > 0; j++) xq.setByte((long) (n - 1) * k + j, (byte) 127);
+      List<Tensor> in = new ArrayList<>(List.of(xq, uniform(arena(), random, F32, 0.1f, n), arena().ofInts(offsets, offsets.length)));
+      for (int size : sizes) {
+        in.add(size == 0 ? null : int8(arena(), random, m, k));
+        in.add(size == 0 ? null : uniform(arena(), random, F32, 0.1f, m));
+      }
+      return in.toArray(Tensor[]::new);
+    }
+
+    @ParameterizedTest(name = "groups {0}, k {1}, m {2}")
+    @MethodSource("shapes")
+    default void equalsTheReferenceAndMatmulInt8GroupByGroupBitForBit(String groups, int k, int m) {
+      int[] sizes = Arrays.stream(groups.replaceAll("[\\[\\] ]", "").split(",")).mapToInt(Integer::parseInt).toArray();
+      Tensor[] in = inputs(new Random(seed(groups, k, m)), sizes, k, m);
+      int n = Math.toIntExact(in[0].numRows());
+      Tensor grouped = check().exact("matmulInt8Grouped", call(), in, garbage(arena(), F32, n, m))[0];
+      Tensor perGroup = garbage(arena(), F32, n, m);
+      for (int g = 0, from = 0; g < sizes.length; from += sizes[g++]) {
+        if (sizes[g] == 0) continue;
+        int to = from + sizes[g];
+        kernels().matmulInt8(perGroup.rows(from, to), in[0].rows(from, to), in[1].rows(from, to), in[3 + 2 * g], in[4 + 2 * g]);
+      }
+      assertBitEqual(grouped, perGroup, "matmulInt8Grouped vs matmulInt8 group by group");
+    }
+
+    @Test
+    default void acceptsGroupsThatAreAllEmpty() {
+      Tensor[] in = inputs(new Random(20), new int[] {0, 0, 0}, 8, 5);
+      check().exact("matmulInt8Grouped", call(), in, garbage(arena(), F32, 0, 5));
+    }
+
+    @Test
+    default void acceptsRowStridedViews() {
+      check().viewsAgree("matmulInt8Grouped", call(), inputs(new Random(21), new int[] {2, 5}, 67, 19),
+          new Tensor[] {garbage(arena(), F32, 7, 19)});
+    }
+
+    @Test
+    default void rejectsBadGroupsWithMessagesSayingWhatIsWrong() {
+      var random = new Random(22);
+      Tensor[] in = inputs(random, new int[] {2, 0, 1}, 8, 5);
+      Tensor out = garbage(arena(), F32, 3, 5), xq = in[0], xs = in[1];
+      Tensor[] w = {in[3], null, in[7]}, s = {in[4], null, in[8]};
+      String args = " [args: F32(3, 5), I8(3, 8), F32(3), I32(4)]";
+      rejects(out, xq, xs, arena().ofInts(new int[] {0, 2, 1, 3}, 4), w, s,
+          "rowOffsets must not decrease: rowOffsets[1] = 2 > rowOffsets[2] = 1" + args);
+      rejects(out, xq, xs, arena().ofInts(new int[] {0, 2, 2, 4}, 4), w, s, "rowOffsets[3] = 4 must be n = 3" + args);
+      rejects(out, xq, xs, arena().ofInts(new int[] {1, 2, 2, 3}, 4), w, s, "rowOffsets[0] = 1 must be 0" + args);
+      rejects(out, xq, xs, arena().ofInts(new int[] {0, 1, 2, 3}, 4), w, s,
+          "group 1 has 1 rows but w[1] or wScales[1] is null" + args);
+      rejects(out, xq, xs, in[2], new Tensor[] {in[3], null}, s, "w and wScales need one entry per group (3), got 2 and 3" + args);
+      Tensor wide = int8(arena(), random, 5, 9);
+      rejects(out, xq, xs, in[2], new Tensor[] {in[3], null, wide}, s,
+          "expected last dimension 8 in I8(5, 9) [args: F32(3, 5), I8(3, 8), F32(3), I32(4), I8(5, 9), F32(5)]");
+      Tensor f32 = uniform(arena(), random, F32, 1, 5, 8);
+      rejects(out, xq, xs, in[2], new Tensor[] {f32, null, in[7]}, s,
+          "w[0] must be I8, got F32(5, 8) [args: F32(3, 5), I8(3, 8), F32(3), I32(4), F32(5, 8), F32(5)]");
+      Tensor strided = int8(arena(), random, 5, 12).cols(0, 8);
+      rejects(out, xq, xs, in[2], new Tensor[] {in[3], null, strided}, s, "w[2] has row stride 12, the groups before it 8: "
+          + "all must share one [args: F32(3, 5), I8(3, 8), F32(3), I32(4), I8(5, 8), F32(5)]");
+      check().rejected("matmulInt8Grouped", k -> k.matmulInt8Grouped(out, xq, xs, in[2], w,
+          new Tensor[] {uniform(arena(), random, F32, 1, 4), null, in[8]}), out);
+      check().rejected("matmulInt8Grouped", k -> k.matmulInt8Grouped(garbage(arena(), F32, 3, 6), xq, xs, in[2], w, s), out);
+      check().rejected("matmulInt8Grouped", k -> k.matmulInt8Grouped(out, xq, xs, garbage(arena(), I8, 4), w, s), out);
+    }
+
+    private void rejects(Tensor out, Tensor xq, Tensor xs, Tensor offsets, Tensor[] w, Tensor[] s, String why) {
+      check().rejected("matmulInt8Grouped", k -> k.matmulInt8Grouped(out, xq, xs, offsets, w, s), out);
+      assertThatThrownBy(() -> kernels().matmulInt8Grouped(out, xq, xs, offsets, w, s))
+          .isInstanceOf(KernelException.class).hasMessage("matmulInt8Grouped: " + why);
+    }
+  }
+}
