@@ -167,6 +167,43 @@ class DisaggregatedMeshTest {
     }
   }
 
+  /** A client that leaves mid-stream: decode aborts the request, frees its pages, and the store holds nothing. */
+  @Test
+  void aClientLeavingMidStreamLeavesNoPagesOrObjectsBehind() throws Exception {
+    String body = "{\"model\": \"tiny\", \"prompt\": " + java.util.Arrays.toString(prompt(7, 40))
+        + ", \"max_tokens\": 450, \"temperature\": 0, \"stream\": true}";
+    var response = java.net.http.HttpClient.newHttpClient().send(java.net.http.HttpRequest.newBuilder(
+            java.net.URI.create("http://localhost:" + gateway.httpPort + "/v1/completions"))
+        .header("Content-Type", "application/json").POST(java.net.http.HttpRequest.BodyPublishers.ofString(body)).build(),
+        java.net.http.HttpResponse.BodyHandlers.ofInputStream());
+    try (var in = new java.io.BufferedReader(new java.io.InputStreamReader(response.body(), java.nio.charset.StandardCharsets.UTF_8))) {
+      int events = 0;
+      for (String line; events < 3 && (line = in.readLine()) != null; ) if (line.startsWith("data: ")) events++;
+      assertThat(events).isEqualTo(3);
+    } // closing the body mid-stream drops the connection
+    long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+    String metrics = "";
+    while (System.nanoTime() < deadline) {
+      metrics = metrics(decode);
+      if (gauge(metrics, "vllm:num_requests_running") == 0 && gauge(metrics, "vllm:kv_cache_usage_perc") == 0) break;
+      Thread.onSpinWait();
+    }
+    assertThat(gauge(metrics, "vllm:num_requests_running")).isZero();
+    assertThat(gauge(metrics, "vllm:kv_cache_usage_perc")).isZero();
+    assertThat(KvStoreGrpc.newBlockingStub(storeChannel).stats(StatsRequest.getDefaultInstance()).getLiveObjects()).isZero();
+  }
+
+  static String metrics(ServiceProcess p) throws Exception {
+    return java.net.http.HttpClient.newHttpClient().send(java.net.http.HttpRequest.newBuilder(
+        java.net.URI.create("http://localhost:" + p.httpPort + "/q/metrics")).build(), java.net.http.HttpResponse.BodyHandlers.ofString()).body();
+  }
+
+  /** The value of a metric without labels (or the first series of it) in Prometheus text. */
+  static double gauge(String metrics, String name) {
+    return metrics.lines().filter(l -> l.startsWith(name + " ") || l.startsWith(name + "{")).findFirst()
+        .map(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).orElseThrow(() -> new AssertionError(name + " not exported"));
+  }
+
   @Test
   void theOfficialOpenAiClientWorksAgainstTheGateway() throws Exception {
     var result = NodeClient.run("openai-client.mjs", "http://localhost:" + gateway.httpPort + "/v1", "tiny");

@@ -64,19 +64,47 @@ public final class Engine implements AutoCloseable {
     core.validate(request);
     if (listeners.putIfAbsent(request.id(), listener) != null)
       throw new IllegalArgumentException("request id " + request.id() + " is already in use");
-    commands.add(() -> {
-      try {
-        core.add(request);
-      } catch (RuntimeException e) {
-        deliver(new RequestOutput(request.id(), List.of(), RequestStatus.FINISHED_ERROR, new Usage(request.numPromptTokens(), 0, 0),
-            e.getMessage()));
-      }
-    });
+    commands.add(() -> add(request));
+  }
+
+  private void add(GenerationRequest request) {
+    try {
+      core.add(request);
+    } catch (RuntimeException e) {
+      deliver(new RequestOutput(request.id(), List.of(), RequestStatus.FINISHED_ERROR, new Usage(request.numPromptTokens(), 0, 0),
+          e.getMessage()));
+    }
   }
 
   /** The checks {@code submit} makes before queueing, without queueing: a request that passes can be submitted. */
   public void validate(GenerationRequest request) {
     core.validate(request);
+  }
+
+  /**
+   * Several requests that reach the scheduler together, before its next step (a client's n choices, a batch
+   * job): all are validated first, and none is queued if one is invalid.
+   */
+  public List<RequestStream> submitAll(List<GenerationRequest> requests) {
+    if (closed) throw new IllegalStateException("the engine is shut down");
+    var ids = new java.util.HashSet<String>();
+    for (GenerationRequest r : requests) {
+      core.validate(r);
+      if (!ids.add(r.id()) || listeners.containsKey(r.id())) throw new IllegalArgumentException("request id " + r.id() + " is already in use");
+    }
+    List<RequestStream> streams = new java.util.ArrayList<>();
+    for (GenerationRequest r : requests) {
+      var stream = new RequestStream(r.id());
+      if (listeners.putIfAbsent(r.id(), stream) != null) { // taken meanwhile by a concurrent submit
+        streams.forEach(s -> listeners.remove(s.requestId()));
+        throw new IllegalArgumentException("request id " + r.id() + " is already in use");
+      }
+      streams.add(stream);
+    }
+    commands.add(() -> {
+      for (GenerationRequest r : requests) add(r);
+    });
+    return streams;
   }
 
   /** {@link #submit(GenerationRequest, OutputListener)} into a blocking stream. */

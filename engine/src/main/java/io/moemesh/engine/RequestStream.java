@@ -17,6 +17,10 @@ public final class RequestStream implements Engine.OutputListener {
     this.requestId = requestId;
   }
 
+  public String requestId() {
+    return requestId;
+  }
+
   @Override
   public void onOutput(RequestOutput output) {
     outputs.add(output);

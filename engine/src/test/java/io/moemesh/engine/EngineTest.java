@@ -34,8 +34,7 @@ class EngineTest {
     Map<String, Map<Integer, float[]>> logits = new ConcurrentHashMap<>();
     try (Engine engine = Engine.create(model, scheduler, kv,
         (id, position, row) -> logits.computeIfAbsent(id, k -> new ConcurrentHashMap<>()).put(position, row))) {
-      List<RequestStream> streams = new ArrayList<>();
-      for (GenerationRequest r : requests) streams.add(engine.submit(r));
+      List<RequestStream> streams = engine.submitAll(requests); // one scheduler turn sees them all: no timing luck
       Map<String, RequestStream.Completion> done = new ConcurrentHashMap<>();
       for (RequestStream s : streams) {
         var c = s.await(TIMEOUT);
