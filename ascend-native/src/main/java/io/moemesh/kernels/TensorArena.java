@@ -121,7 +121,9 @@ public final class TensorArena implements AutoCloseable {
       if (start < base) base = start; // released below this block: all of it is free, re-anchor it here
       if (start - base + bytes > current.memory().byteSize()) { // outgrown: a fresh block from here on
         blocks.add(current);
-        current = newBlock(Math.max(bytes, MIN_BLOCK));
+        // twice the last block: a step that needs more than a block needs it for every layer, and later layers
+        // re-anchor in this one, so a big first step opens a few blocks rather than a few per layer
+        current = newBlock(Math.max(bytes, Math.max(MIN_BLOCK, 2 * current.memory().byteSize())));
         base = start;
         dirty = 0;
       }
