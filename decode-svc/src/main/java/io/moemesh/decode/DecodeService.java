@@ -5,6 +5,7 @@ import io.moemesh.engine.GenerationRequest;
 import io.moemesh.engine.KvHandoff;
 import io.moemesh.engine.RequestOutput;
 import io.moemesh.enginehost.EngineHost;
+import io.moemesh.enginehost.EngineMetrics;
 import io.moemesh.proto.common.v1.LoadReport;
 import io.moemesh.proto.common.v1.LoadReportRequest;
 import io.moemesh.proto.decode.v1.Decode;
@@ -26,6 +27,7 @@ import org.eclipse.microprofile.config.inject.ConfigProperty;
 public class DecodeService implements Decode {
   @Inject EngineHost host;
   @Inject StoreKvConnector connector;
+  @Inject EngineMetrics metrics;
 
   @ConfigProperty(name = "moemesh.decode.on-load-failure", defaultValue = "recompute")
   String defaultOnLoadFailure;
@@ -47,7 +49,7 @@ public class DecodeService implements Decode {
         connector.forget(spec.id());
       });
       try {
-        engine.submit(spec, output -> emit(emitter, output));
+        engine.submit(spec, metrics.timed(output -> emit(emitter, output)));
       } catch (IllegalArgumentException e) {
         connector.forget(spec.id());
         emitter.fail(Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException());

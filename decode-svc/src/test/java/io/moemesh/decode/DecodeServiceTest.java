@@ -142,9 +142,16 @@ class DecodeServiceTest {
 
   @Test
   void exposesTheEngineUnderVllmMetricNames() {
+    var greedy = io.moemesh.proto.common.v1.SamplingParams.newBuilder().setIgnoreEos(true).build();
+    decode.generate(request("timed", prompt(6, 11), greedy, 5)).collect().asList().await().atMost(TIMEOUT);
     String metrics = io.restassured.RestAssured.get("http://localhost:19300/q/metrics").then().statusCode(200).extract().asString();
     assertThat(metrics).contains("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
-        "vllm:prompt_tokens_total", "vllm:generation_tokens_total", "vllm:num_preemptions_total");
+        "vllm:prompt_tokens_total", "vllm:generation_tokens_total", "vllm:num_preemptions_total",
+        "vllm:time_to_first_token_seconds_bucket", "vllm:inter_token_latency_seconds_bucket", "vllm:e2e_request_latency_seconds_bucket");
+    assertThat(metrics.lines().filter(l -> l.startsWith("vllm:request_success_total{") && l.contains("finished_reason=\"length\""))
+        .mapToDouble(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).sum()).isGreaterThanOrEqualTo(1);
+    assertThat(metrics.lines().filter(l -> l.startsWith("vllm:inter_token_latency_seconds_count"))
+        .mapToDouble(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).sum()).as("4 gaps between 5 tokens").isGreaterThanOrEqualTo(4);
   }
 
   @Test

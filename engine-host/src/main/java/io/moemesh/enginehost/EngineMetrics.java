@@ -1,13 +1,18 @@
 package io.moemesh.enginehost;
 
+import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import io.moemesh.engine.Engine;
 import io.moemesh.engine.EngineStats;
+import io.moemesh.engine.RequestOutput;
 import io.quarkus.runtime.StartupEvent;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.event.Observes;
 import jakarta.inject.Inject;
+import java.time.Duration;
 import java.util.function.ToDoubleFunction;
 
 /**
@@ -30,6 +35,37 @@ public class EngineMetrics {
     counter("vllm:prompt_tokens_total", "Prompt tokens computed", s -> s.promptTokens());
     counter("vllm:generation_tokens_total", "Tokens generated", s -> s.generatedTokens());
     counter("vllm:num_preemptions_total", "Requests preempted for lack of KV pages", s -> s.preemptions());
+  }
+
+  /**
+   * Wraps a request's listener to time it as vLLM does: {@code vllm:time_to_first_token_seconds} (submit to
+   * first token), {@code vllm:inter_token_latency_seconds} (between outputs with tokens),
+   * {@code vllm:e2e_request_latency_seconds} (submit to finish) and {@code vllm:request_success_total}
+   * by {@code finished_reason}. Called on the engine's step thread, like the listener.
+   */
+  public Engine.OutputListener timed(Engine.OutputListener listener) {
+    long submitted = System.nanoTime();
+    long[] last = {0};
+    return output -> {
+      long now = System.nanoTime();
+      if (!output.newTokens().isEmpty()) {
+        if (last[0] == 0) timer("vllm:time_to_first_token", "Time to the first token").record(Duration.ofNanos(now - submitted));
+        else timer("vllm:inter_token_latency", "Time between tokens of a request").record(Duration.ofNanos(now - last[0]));
+        last[0] = now;
+      }
+      if (output.finished()) finished(output, now - submitted);
+      listener.onOutput(output);
+    };
+  }
+
+  private void finished(RequestOutput output, long nanos) {
+    timer("vllm:e2e_request_latency", "Time from submit to finish").record(Duration.ofNanos(nanos));
+    Counter.builder("vllm:request_success").description("Finished requests by finish reason")
+        .tag("finished_reason", output.status().finishReason()).register(registry).increment();
+  }
+
+  private Timer timer(String name, String help) {
+    return Timer.builder(name).description(help).publishPercentileHistogram().register(registry);
   }
 
   private EngineStats stats() {

@@ -7,6 +7,7 @@ import io.moemesh.engine.LoadedEngine;
 import io.moemesh.engine.RequestOutput;
 import io.moemesh.engine.kv.PageHashes;
 import io.moemesh.enginehost.EngineHost;
+import io.moemesh.enginehost.EngineMetrics;
 import io.moemesh.kernels.DType;
 import io.moemesh.proto.common.v1.FinishReason;
 import io.moemesh.proto.common.v1.LoadReport;
@@ -32,6 +33,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 public class PrefillService implements Prefill {
   @Inject EngineHost host;
   @Inject StorePutConnector store;
+  @Inject EngineMetrics metrics;
 
   @Override
   public Uni<PrefillResponse> prefill(PrefillRequest request) {
@@ -63,9 +65,9 @@ public class PrefillService implements Prefill {
       emitter.onTermination(cancel);
       call.addListener(context -> cancel.run(), Runnable::run);
       try {
-        loaded.engine().submit(spec, out -> {
+        loaded.engine().submit(spec, metrics.timed(out -> {
           if (out.finished() && settled.compareAndSet(false, true)) finish(spec, layout, out, emitter);
-        });
+        }));
       } catch (IllegalArgumentException e) {
         settled.set(true);
         store.revoke(spec.id(), e.getMessage());
