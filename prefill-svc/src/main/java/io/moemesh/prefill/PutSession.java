@@ -1,9 +1,11 @@
 package io.moemesh.prefill;
 
 import com.google.protobuf.ByteString;
+import io.grpc.Context;
 import io.grpc.stub.StreamObserver;
 import io.moemesh.proto.common.v1.DType;
 import io.moemesh.proto.common.v1.Tensor;
+import io.moemesh.proto.kvstore.v1.KvStoreGrpc;
 import io.moemesh.proto.kvstore.v1.LayerRows;
 import io.moemesh.proto.kvstore.v1.PutEnd;
 import io.moemesh.proto.kvstore.v1.PutFrame;
@@ -24,8 +26,18 @@ final class PutSession implements StreamObserver<PutResponse> {
   private final int[] sentUpTo; // per layer: rows [0, sentUpTo) are on their way
   private boolean closed;
 
-  PutSession(StreamObserver<PutFrame> frames, PutStart start, DType dtype, int bytesPerValue) {
-    this.frames = frames;
+  /**
+   * Opens the put stream outside the caller's gRPC context: the object's fate is decided here (commit or an
+   * explicit revoke), not by a Prefill call ending. A prefill process that dies leaves an idle put, which
+   * kv-store revokes.
+   */
+  PutSession(KvStoreGrpc.KvStoreStub store, PutStart start, DType dtype, int bytesPerValue) {
+    Context previous = Context.ROOT.attach();
+    try {
+      this.frames = store.put(this);
+    } finally {
+      Context.ROOT.detach(previous);
+    }
     this.dtype = dtype;
     this.latentDim = start.getLayout().getLatentDim();
     this.rowBytes = latentDim * bytesPerValue;

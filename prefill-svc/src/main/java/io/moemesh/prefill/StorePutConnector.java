@@ -34,18 +34,7 @@ public class StorePutConnector implements KvConnector {
     var start = PutStart.newBuilder().setKey(requestId).setLayout(layout)
         .setLease(com.google.protobuf.Duration.newBuilder().setSeconds(lease.toSeconds()).setNanos(lease.toNanosPart()));
     for (long h : pageHashes) start.addPageHashes(h);
-    var session = new PutSessionHolder();
-    // Outside the Prefill call's gRPC context: the object's fate is decided here (commit or an explicit revoke),
-    // not by that call ending. A prefill process that dies leaves an idle put, which kv-store revokes.
-    io.grpc.Context previous = io.grpc.Context.ROOT.attach();
-    io.grpc.stub.StreamObserver<io.moemesh.proto.kvstore.v1.PutFrame> frames;
-    try {
-      frames = KvStoreGrpc.newStub(channel()).put(session);
-    } finally {
-      io.grpc.Context.ROOT.detach(previous);
-    }
-    session.delegate = new PutSession(frames, start.build(), dtype, bytesPerValue);
-    sessions.put(requestId, session.delegate);
+    sessions.put(requestId, new PutSession(KvStoreGrpc.newStub(channel()), start.build(), dtype, bytesPerValue));
   }
 
   @Override
@@ -86,25 +75,5 @@ public class StorePutConnector implements KvConnector {
   @PreDestroy
   void close() {
     if (channel != null) channel.shutdownNow();
-  }
-
-  /** The response observer must exist before the stream, the session needs the stream: this ties the knot. */
-  private static final class PutSessionHolder implements io.grpc.stub.StreamObserver<PutResponse> {
-    volatile PutSession delegate;
-
-    @Override
-    public void onNext(PutResponse value) {
-      delegate.onNext(value);
-    }
-
-    @Override
-    public void onError(Throwable t) {
-      delegate.onError(t);
-    }
-
-    @Override
-    public void onCompleted() {
-      delegate.onCompleted();
-    }
   }
 }
