@@ -6,10 +6,9 @@ import static org.awaitility.Awaitility.await;
 
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
-import io.moemesh.engine.EngineSettings;
 import io.moemesh.engine.GenerationRequest;
-import io.moemesh.engine.KvConnector;
 import io.moemesh.engine.LoadedEngine;
+import io.moemesh.enginehost.testing.TinyCheckpointResource;
 import io.moemesh.enginehost.EngineHost;
 import jakarta.inject.Inject;
 import io.moemesh.model.sampling.SamplingParams;
@@ -24,8 +23,6 @@ import io.quarkus.test.common.QuarkusTestResource;
 import io.quarkus.test.junit.QuarkusTest;
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
-import java.util.Optional;
 import java.util.SplittableRandom;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterAll;
@@ -47,9 +44,7 @@ class PrefillServiceTest {
 
   @BeforeAll
   static void startReference() {
-    reference = LoadedEngine.open(EngineSettings.fromConfig("e", key -> Optional.ofNullable(
-        Map.of("e.model-dir", TinyCheckpointResource.checkpoint().toString(), "e.kv-cache-memory", "16M").get(key))),
-        KvConnector.NONE, (done, total) -> {});
+    reference = TinyCheckpointResource.reference();
   }
 
   @AfterAll
