@@ -7,6 +7,7 @@ import io.moemesh.kernels.Tensor;
 import io.moemesh.kernels.TensorArena;
 import io.moemesh.model.checkpoint.Checkpoint;
 import io.moemesh.model.moe.ExpertBackend;
+import io.moemesh.model.moe.ExpertSelection;
 import io.moemesh.model.moe.LocalExperts;
 import java.nio.file.Path;
 import java.util.HashMap;
@@ -50,10 +51,15 @@ public final class DeepseekModel implements AutoCloseable {
 
   /** Loads {@code dir} (config.json + safetensors) in {@code precision}, reporting progress as it reads. */
   public static DeepseekModel load(Path dir, Precision precision, Kernels kernels, LoadProgress progress) {
+    return load(dir, precision, kernels, ExpertSelection.ALL, progress);
+  }
+
+  /** As {@link #load(Path, Precision, Kernels, LoadProgress)}, loading only the experts in {@code selection}. */
+  public static DeepseekModel load(Path dir, Precision precision, Kernels kernels, ExpertSelection selection, LoadProgress progress) {
     ModelConfig config = ModelConfigReader.read(dir.resolve("config.json"));
     TensorArena arena = TensorArena.open();
     try (Checkpoint checkpoint = Checkpoint.open(dir)) {
-      var loader = new ModelLoader(config, new WeightLoader(checkpoint, config, precision, kernels, arena, progress), precision);
+      var loader = new ModelLoader(config, new WeightLoader(checkpoint, config, precision, kernels, arena, progress), precision, selection);
       Map<Integer, Mlp[]> routed = new HashMap<>();
       Map<Integer, Mlp> shared = new HashMap<>();
       int L = config.numHiddenLayers();
@@ -63,7 +69,7 @@ public final class DeepseekModel implements AutoCloseable {
       MtpLayer[] mtp = new MtpLayer[config.numNextnPredictLayers()];
       for (int j = 0; j < mtp.length; j++) mtp[j] = loader.mtp(L + j, L + j, embed, routed, shared);
       return new DeepseekModel(dir, config, precision, kernels, arena, embed, layers, loader.norm("model.norm.weight"),
-          loader.head("lm_head.weight"), mtp, YarnRope.table(arena, config), new LocalExperts(routed, shared));
+          loader.head("lm_head.weight"), mtp, YarnRope.table(arena, config), new LocalExperts(routed, shared, precision));
     } catch (RuntimeException e) {
       arena.close();
       throw e;

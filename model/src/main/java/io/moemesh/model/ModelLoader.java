@@ -2,6 +2,7 @@ package io.moemesh.model;
 
 import io.moemesh.kernels.GateParams;
 import io.moemesh.kernels.Tensor;
+import io.moemesh.model.moe.ExpertSelection;
 import io.moemesh.model.moe.MoeLayer;
 import java.util.Map;
 
@@ -10,11 +11,13 @@ final class ModelLoader {
   private final ModelConfig c;
   private final WeightLoader w;
   private final Precision precision;
+  private final ExpertSelection selection;
 
-  ModelLoader(ModelConfig c, WeightLoader w, Precision precision) {
+  ModelLoader(ModelConfig c, WeightLoader w, Precision precision, ExpertSelection selection) {
     this.c = c;
     this.w = w;
     this.precision = precision;
+    this.selection = selection;
   }
 
   /**
@@ -32,12 +35,20 @@ final class ModelLoader {
     int experts = c.nRoutedExperts();
     Tensor gate = w.matrix(m + "gate.weight", experts, c.hiddenSize());
     Tensor bias = c.hasCorrectionBias() ? w.f32(m + "gate.e_score_correction_bias", experts) : null;
-    Mlp[] layerExperts = new Mlp[experts];
-    for (int e = 0; e < experts; e++) layerExperts[e] = mlp(m + "experts." + e + ".", c.moeIntermediateSize());
-    routed.put(i, layerExperts);
-    if (c.nSharedExperts() > 0) shared.put(i, mlp(m + "shared_experts.", c.nSharedExperts() * c.moeIntermediateSize()));
+    experts(i, routed, shared);
     var params = new GateParams(c.numExpertsPerTok(), c.nGroup(), c.topkGroup(), c.normTopkProb(), c.routedScalingFactor());
     return new DecoderLayer(attnNorm, attention, ffnNorm, null, new MoeLayer(i, gate, bias, params, c.nSharedExperts() > 0));
+  }
+
+  /** Layer {@code i}'s routed experts (those selected; null elsewhere) and shared experts (if selected) into the maps. */
+  void experts(int i, Map<Integer, Mlp[]> routed, Map<Integer, Mlp> shared) {
+    String m = "model.layers." + i + ".mlp.";
+    Mlp[] layerExperts = new Mlp[c.nRoutedExperts()];
+    for (int e = 0; e < layerExperts.length; e++)
+      if (selection.routed(i, e)) layerExperts[e] = mlp(m + "experts." + e + ".", c.moeIntermediateSize());
+    routed.put(i, layerExperts);
+    if (c.nSharedExperts() > 0 && selection.shared(i))
+      shared.put(i, mlp(m + "shared_experts.", c.nSharedExperts() * c.moeIntermediateSize()));
   }
 
   private Mlp mlp(String prefix, int inter) {

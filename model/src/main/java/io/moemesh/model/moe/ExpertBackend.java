@@ -18,4 +18,13 @@ public interface ExpertBackend {
 
   /** Writes the shared experts' output for {@code x (tokens, dim)} into {@code out (tokens, dim)}. */
   void shared(Kernels k, int layerId, Tensor out, Tensor x, TensorArena scratch);
+
+  /**
+   * Both parts of a MoE layer's experts: {@link #routed} into {@code routedOut} (zeroed by the caller) and, when
+   * {@code sharedOut} is not null, {@link #shared} into it. A remote backend overrides this to run the two at once.
+   */
+  default void forward(Kernels k, int layerId, Tensor routedOut, Tensor sharedOut, Tensor x, Routing routing, TensorArena scratch) {
+    routed(k, layerId, routedOut, x, routing, scratch);
+    if (sharedOut != null) shared(k, layerId, sharedOut, x, scratch);
+  }
 }

@@ -31,14 +31,10 @@ public final class MoeLayer {
     int tokens = Math.toIntExact(x.numRows()), numExperts = gateWeight.dim(0);
     Routing routing = route(k, x, scratch);
     Tensor routed = scratch.allocate(DType.F32, tokens, x.dim(1));
-    experts.routed(k, layerId, routed, x, routing, scratch);
-    if (!hasShared) {
-      out.copyFrom(routed);
-      return;
-    }
-    Tensor shared = scratch.allocate(DType.F32, tokens, x.dim(1));
-    experts.shared(k, layerId, shared, x, scratch);
-    k.add(out, routed, shared);
+    Tensor shared = hasShared ? scratch.allocate(DType.F32, tokens, x.dim(1)) : null;
+    experts.forward(k, layerId, routed, shared, x, routing, scratch);
+    if (shared == null) out.copyFrom(routed);
+    else k.add(out, routed, shared);
   }
 
   /** The gate: each token's top-k experts and their weights, regrouped by expert. */

@@ -10,12 +10,13 @@ import io.moemesh.kernels.Tensor;
 import io.moemesh.kernels.TensorArena;
 import io.moemesh.model.Linear;
 import io.moemesh.model.Mlp;
+import io.moemesh.model.Precision;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
 
-/** The A8W8 routed experts: one grouped call per projection gives the bits of the expert-by-expert path. */
+/** The A8W8 routed experts: one grouped call per projection gives the bits of the expert-by-expert path (outputs in BF16). */
 class LocalExpertsTest {
   private static final int EXPERTS = 16, DIM = 67, INTER = 45, TOKENS = 9, TOPK = 3;
 
@@ -37,7 +38,7 @@ class LocalExpertsTest {
       Routing routing = Routing.of(ids, gateWeights, EXPERTS);
       Tensor x = arena.allocate(DType.F32, TOKENS, DIM);
       for (long i = 0; i < x.numElements(); i++) x.setFloat(i, random.nextFloat() * 2 - 1);
-      var backend = new LocalExperts(Map.of(0, experts), Map.of());
+      var backend = new LocalExperts(Map.of(0, experts), Map.of(), Precision.INT8);
       for (Kernels k : List.of(two, new ReferenceKernels())) {
         Tensor grouped = arena.allocate(DType.F32, TOKENS, DIM), perExpert = arena.allocate(DType.F32, TOKENS, DIM);
         grouped.copyFrom(x);
@@ -71,6 +72,9 @@ class LocalExpertsTest {
       int from = routing.expertOffsets()[e], to = routing.expertOffsets()[e + 1];
       if (to > from) experts[e].w2().applyInt8(k, y.rows(from, to), hq.rows(from, to), hs.rows(from, to));
     }
+    Tensor yb = scratch.allocate(DType.BF16, n, DIM); // expert outputs leave the experts in BF16
+    k.convert(yb, y);
+    k.convert(y, yb);
     k.scatterAdd(out, y, rows, scratch.ofFloats(routing.weights(), n));
   }
 
