@@ -2,6 +2,7 @@ package io.moemesh.engine;
 
 import io.moemesh.engine.kv.KvCacheManager;
 import io.moemesh.model.DeepseekModel;
+import io.moemesh.model.moe.ExpertBackend;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -47,8 +48,14 @@ public final class Engine implements AutoCloseable {
   /** An engine that exports or imports prompt KV through {@code connector} (prefill or decode role). */
   public static Engine create(DeepseekModel model, SchedulerConfig scheduler, KvCacheConfig kv, KvConnector connector,
       DeepseekRunner.LogitsObserver observer) {
+    return create(model, model.localExperts(), scheduler, kv, connector, observer);
+  }
+
+  /** An engine whose MoE layers reach their experts through {@code experts} (in this process or on expert services). */
+  public static Engine create(DeepseekModel model, ExpertBackend experts, SchedulerConfig scheduler, KvCacheConfig kv,
+      KvConnector connector, DeepseekRunner.LogitsObserver observer) {
     var manager = new KvCacheManager(kv.numPages(), kv.pageSize(), model.modelId(), kv.prefixCaching());
-    var runner = new DeepseekRunner(model, model.localExperts(), kv, connector, observer);
+    var runner = new DeepseekRunner(model, experts, kv, connector, observer);
     var core = new EngineCore(new Scheduler(scheduler, manager, ModelLimits.of(model.config())), runner, manager, connector);
     return new Engine(core, "engine-step");
   }

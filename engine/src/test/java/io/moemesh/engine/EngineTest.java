@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.moemesh.model.DeepseekModel;
 import io.moemesh.model.Precision;
+import io.moemesh.model.moe.ExpertBackend;
 import io.moemesh.model.sampling.SamplingParams;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -31,8 +32,13 @@ class EngineTest {
   }
 
   static Run run(DeepseekModel model, SchedulerConfig scheduler, KvCacheConfig kv, List<GenerationRequest> requests) throws Exception {
+    return run(model, model.localExperts(), scheduler, kv, requests);
+  }
+
+  static Run run(DeepseekModel model, ExpertBackend experts, SchedulerConfig scheduler, KvCacheConfig kv, List<GenerationRequest> requests)
+      throws Exception {
     Map<String, Map<Integer, float[]>> logits = new ConcurrentHashMap<>();
-    try (Engine engine = Engine.create(model, scheduler, kv,
+    try (Engine engine = Engine.create(model, experts, scheduler, kv, KvConnector.NONE,
         (id, position, row) -> logits.computeIfAbsent(id, k -> new ConcurrentHashMap<>()).put(position, row))) {
       List<RequestStream> streams = engine.submitAll(requests); // one scheduler turn sees them all: no timing luck
       Map<String, RequestStream.Completion> done = new ConcurrentHashMap<>();

@@ -31,8 +31,13 @@ final class TinyModel {
     }
   }
 
-  static synchronized DeepseekModel model(Precision precision) {
+  static synchronized Kernels kernels() {
     if (kernels == null) kernels = KernelBackend.NATIVE.open(2);
+    return kernels;
+  }
+
+  static synchronized DeepseekModel model(Precision precision) {
+    kernels();
     return MODELS.computeIfAbsent(precision, p -> DeepseekModel.load(checkpoint(), p, kernels, (done, total) -> {}));
   }
 }

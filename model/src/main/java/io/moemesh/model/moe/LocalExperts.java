@@ -98,6 +98,27 @@ public final class LocalExperts implements ExpertBackend {
     roundToOutput(k, y, scratch);
   }
 
+  /**
+   * What an expert service computes for a dispatch: each assignment's expert output {@code (assignments, dim)}
+   * in {@link #outputDType()}, in dispatch order — the rows {@link #routed} would have added.
+   */
+  public Tensor compute(Kernels k, ExpertDispatch d, TensorArena scratch) {
+    int n = d.numAssignments(), dim = d.hidden().dim(1);
+    Tensor rows = scratch.allocate(d.hidden().dtype(), n, dim);
+    Tensor scales = d.scales() == null ? null : scratch.allocate(DType.F32, n);
+    for (int i = 0; i < n; i++) {
+      int t = d.tokenIndex()[i];
+      rows.rows(i, i + 1).copyFrom(d.hidden().rows(t, t + 1));
+      if (scales != null) scales.setFloat(i, d.scales().getFloat(t));
+    }
+    Tensor y = scratch.allocate(DType.F32, n, dim);
+    routedOutputs(k, d.layerId(), y, rows, scales, d.expertOffsets(), scratch);
+    if (outputDType == DType.F32) return y;
+    Tensor out = scratch.allocate(outputDType, n, dim);
+    k.convert(out, y);
+    return out;
+  }
+
   /** Whether the experts this routing picks in {@code layerId} take INT8 activations (A8W8). */
   public boolean isInt8(int layerId, Routing routing) {
     Mlp[] experts = routedByLayer.get(layerId);

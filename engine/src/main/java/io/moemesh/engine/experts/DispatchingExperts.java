@@ -1,0 +1,228 @@
+package io.moemesh.engine.experts;
+
+import io.moemesh.kernels.DType;
+import io.moemesh.kernels.Kernels;
+import io.moemesh.kernels.Tensor;
+import io.moemesh.kernels.TensorArena;
+import io.moemesh.model.moe.ExpertBackend;
+import io.moemesh.model.moe.ExpertDispatch;
+import io.moemesh.model.moe.LocalExperts;
+import io.moemesh.model.moe.Placement;
+import io.moemesh.model.moe.Routing;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * The MoE layer's experts on expert services (expert parallelism). Per layer: the hidden states are quantized
+ * once (A8W8: low-bit dispatch); each assignment goes to one replica of its expert under the placement; each
+ * shard gets its tokens once and its assignments in routing order; the shared experts run meanwhile (here, or
+ * on a shared-expert service). The outputs come back per assignment and are added in routing order — by
+ * expert id, never by arrival — with the same kernels as {@link LocalExperts}, so the result is bit-identical
+ * to in-process experts whatever the placement.
+ *
+ * <p>A new placement is adopted at the next forward pass (a step boundary), never inside one.
+ */
+public final class DispatchingExperts implements ExpertBackend {
+  private final ExpertTransport transport;
+  private final LocalExperts localShared; // null: the shared experts are remote
+  private final boolean int8;
+  private final Duration timeout;
+  private final int firstMoeLayer;
+  private volatile Placement next;
+  private Placement placement; // the step's; only the step thread touches it
+
+  /**
+   * @param localShared the shared experts when they run next to attention, null when they are remote
+   * @param int8 whether the experts take INT8 activations (A8W8): then hidden states travel quantized
+   * @param timeout how long one layer waits for its experts
+   */
+  public DispatchingExperts(ExpertTransport transport, Placement placement, LocalExperts localShared, boolean int8, Duration timeout) {
+    if (placement.numShards() != transport.numShards())
+      throw new IllegalArgumentException("the placement spans " + placement.numShards() + " shards, the transport " + transport.numShards());
+    this.transport = transport;
+    this.placement = placement;
+    this.next = placement;
+    this.localShared = localShared;
+    this.int8 = int8;
+    this.timeout = timeout;
+    int first = 0;
+    while (!placement.isMoeLayer(first)) first++;
+    this.firstMoeLayer = first;
+  }
+
+  /** Switches to {@code placement} from the next forward pass on; the shards must already hold its experts. */
+  public void usePlacement(Placement placement) {
+    if (placement.numShards() != transport.numShards())
+      throw new IllegalArgumentException("the placement spans " + placement.numShards() + " shards, the transport " + transport.numShards());
+    this.next = placement;
+  }
+
+  /** The placement forward passes use now (the next one's, once a pass has started after {@link #usePlacement}). */
+  public Placement placement() {
+    return next;
+  }
+
+  @Override
+  public void routed(Kernels k, int layerId, Tensor out, Tensor x, Routing routing, TensorArena scratch) {
+    forward(k, layerId, out, null, x, routing, scratch);
+  }
+
+  @Override
+  public void shared(Kernels k, int layerId, Tensor out, Tensor x, TensorArena scratch) {
+    if (localShared != null) {
+      localShared.shared(k, layerId, out, x, scratch);
+      return;
+    }
+    Hidden h = quantize(k, x, scratch);
+    readInto(k, out, await(transport.shared(layerId, h.states, h.scales), "the shared experts", layerId), scratch);
+  }
+
+  @Override
+  public void forward(Kernels k, int layerId, Tensor routedOut, Tensor sharedOut, Tensor x, Routing routing, TensorArena scratch) {
+    if (layerId == firstMoeLayer) placement = next;
+    Hidden h = quantize(k, x, scratch);
+    CompletableFuture<ExpertOutputs> remoteShared = sharedOut != null && localShared == null
+        ? transport.shared(layerId, h.states, h.scales) : null;
+    int assignments = routing.tokenRows().length;
+    ShardPlan[] plans = plan(layerId, routing, Math.toIntExact(x.numRows()));
+    @SuppressWarnings("unchecked")
+    CompletableFuture<ExpertOutputs>[] calls = new CompletableFuture[plans.length];
+    for (int s = 0; s < plans.length; s++)
+      if (plans[s] != null) calls[s] = transport.routed(s, plans[s].dispatch(layerId, placement.version(), h, scratch));
+    if (sharedOut != null && localShared != null) localShared.shared(k, layerId, sharedOut, x, scratch); // overlaps the dispatch
+    if (assignments > 0) {
+      Tensor y = scratch.allocate(DType.F32, assignments, x.dim(1));
+      for (int s = 0; s < plans.length; s++)
+        if (plans[s] != null) place(k, y, await(calls[s], "routed shard " + s, layerId), plans[s].globalIndex, scratch);
+      k.scatterAdd(routedOut, y, scratch.ofInts(routing.tokenRows(), assignments), scratch.ofFloats(routing.weights(), assignments));
+    }
+    if (remoteShared != null) readInto(k, sharedOut, await(remoteShared, "the shared experts", layerId), scratch);
+  }
+
+  private record Hidden(Tensor states, Tensor scales) {}
+
+  private Hidden quantize(Kernels k, Tensor x, TensorArena scratch) {
+    if (!int8) return new Hidden(x, null);
+    int tokens = Math.toIntExact(x.numRows());
+    Tensor q = scratch.allocate(DType.I8, tokens, x.dim(1)), s = scratch.allocate(DType.F32, tokens);
+    k.quantizeRows(q, s, x);
+    return new Hidden(q, s);
+  }
+
+  /**
+   * One shard's share of a layer: its assignments in routing order ({@code globalIndex}: their places in the
+   * layer's routing), the distinct tokens they need ({@code tokens}, ascending) and, per expert, their offsets.
+   */
+  private record ShardPlan(int[] globalIndex, int[] tokens, int[] tokenIndex, int[] expertOffsets) {
+    ExpertDispatch dispatch(int layerId, long version, Hidden h, TensorArena scratch) {
+      int dim = h.states.dim(1);
+      Tensor states = scratch.allocate(h.states.dtype(), tokens.length, dim);
+      Tensor scales = h.scales == null ? null : scratch.allocate(DType.F32, tokens.length);
+      for (int i = 0; i < tokens.length; i++) {
+        states.rows(i, i + 1).copyFrom(h.states.rows(tokens[i], tokens[i] + 1));
+        if (scales != null) scales.setFloat(i, h.scales.getFloat(tokens[i]));
+      }
+      return new ExpertDispatch(layerId, version, states, scales, expertOffsets, tokenIndex);
+    }
+  }
+
+  /**
+   * Which shard computes each assignment: an expert with several replicas spreads its tokens over them in turn
+   * (all replicas hold the same weights, so the choice never changes a result).
+   */
+  private ShardPlan[] plan(int layerId, Routing routing, int numTokens) {
+    int n = routing.tokenRows().length, numExperts = routing.numExperts(), shards = placement.numShards();
+    int[] shardOf = new int[n];
+    int[] perShard = new int[shards];
+    for (int e = 0; e < numExperts; e++) {
+      int from = routing.expertOffsets()[e], count = routing.count(e);
+      if (count == 0) continue;
+      int replicas = placement.replicas(layerId, e);
+      for (int j = 0; j < count; j++) {
+        int shard = placement.shardOf(placement.slot(layerId, e, j % replicas));
+        shardOf[from + j] = shard;
+        perShard[shard]++;
+      }
+    }
+    ShardPlan[] plans = new ShardPlan[shards];
+    int[] localIndex = new int[numTokens];
+    for (int s = 0; s < shards; s++) {
+      if (perShard[s] == 0) continue;
+      int[] globalIndex = new int[perShard[s]], tokenIndex = new int[perShard[s]], offsets = new int[numExperts + 1];
+      boolean[] used = new boolean[numTokens];
+      int m = 0;
+      for (int e = 0; e < numExperts; e++) {
+        for (int i = routing.expertOffsets()[e]; i < routing.expertOffsets()[e + 1]; i++) {
+          if (shardOf[i] != s) continue;
+          globalIndex[m++] = i;
+          used[routing.tokenRows()[i]] = true;
+        }
+        offsets[e + 1] = m;
+      }
+      int distinct = 0;
+      for (int t = 0; t < numTokens; t++) if (used[t]) localIndex[t] = distinct++;
+      int[] tokens = new int[distinct];
+      for (int t = 0; t < numTokens; t++) if (used[t]) tokens[localIndex[t]] = t;
+      for (int j = 0; j < m; j++) tokenIndex[j] = localIndex[routing.tokenRows()[globalIndex[j]]];
+      plans[s] = new ShardPlan(globalIndex, tokens, tokenIndex, offsets);
+    }
+    return plans;
+  }
+
+  private ExpertOutputs await(CompletableFuture<ExpertOutputs> call, String who, int layerId) {
+    try {
+      return call.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
+    } catch (ExecutionException e) {
+      Throwable cause = e.getCause();
+      throw new IllegalStateException(who + " failed on layer " + layerId + ": " + cause.getMessage(), cause);
+    } catch (TimeoutException e) {
+      call.cancel(true);
+      throw new IllegalStateException(who + " did not answer layer " + layerId + " within " + timeout.toMillis() + " ms");
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted while waiting for " + who);
+    }
+  }
+
+  /** Copies a shard's rows into their places {@code globalIndex} of {@code y}, a run of consecutive places at a time. */
+  private static void place(Kernels k, Tensor y, ExpertOutputs outputs, int[] globalIndex, TensorArena scratch) {
+    int dim = y.dim(1);
+    if (outputs.rows() != globalIndex.length || outputs.cols() != dim)
+      throw new IllegalStateException("a shard answered " + outputs.rows() + " × " + outputs.cols() + " outputs for "
+          + globalIndex.length + " × " + dim);
+    Tensor got = asTensor(outputs, scratch);
+    for (int j = 0; j < globalIndex.length; ) {
+      int run = 1;
+      while (j + run < globalIndex.length && globalIndex[j + run] == globalIndex[j] + run) run++;
+      copy(k, y.rows(globalIndex[j], globalIndex[j] + run), got.rows(j, j + run));
+      j += run;
+    }
+  }
+
+  private static void readInto(Kernels k, Tensor out, ExpertOutputs outputs, TensorArena scratch) {
+    if (outputs.rows() != out.numRows() || outputs.cols() != out.dim(1))
+      throw new IllegalStateException("the shared experts answered " + outputs.rows() + " × " + outputs.cols() + " for " + out);
+    copy(k, out, asTensor(outputs, scratch));
+  }
+
+  private static Tensor asTensor(ExpertOutputs outputs, TensorArena scratch) {
+    Tensor t = scratch.allocate(outputs.dtype(), outputs.rows(), outputs.cols());
+    ByteBuffer data = outputs.data();
+    if (data.remaining() > 0) t.copyFromBytes(data);
+    return t;
+  }
+
+  private static void copy(Kernels k, Tensor to, Tensor from) {
+    if (from.dtype() == DType.F32) to.copyFrom(from);
+    else k.convert(to, from);
+  }
+
+  @Override
+  public String toString() {
+    return "DispatchingExperts{" + placement + ", shared " + (localShared == null ? "remote" : "local") + "}";
+  }
+}

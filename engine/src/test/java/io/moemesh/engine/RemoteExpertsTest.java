@@ -1,0 +1,110 @@
+package io.moemesh.engine;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.moemesh.engine.experts.DispatchingExperts;
+import io.moemesh.kernels.DType;
+import io.moemesh.model.DeepseekModel;
+import io.moemesh.model.ExpertWeights;
+import io.moemesh.model.Precision;
+import io.moemesh.model.moe.ExpertSelection;
+import io.moemesh.model.moe.LocalExperts;
+import io.moemesh.model.moe.Placement;
+import io.moemesh.model.sampling.SamplingParams;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.IntStream;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Expert parallelism's identity: attention here (no routed experts loaded), routed experts on two shards with
+ * redundant hot slots, shared experts elsewhere — the same tokens and bit-identical logits as one process.
+ */
+class RemoteExpertsTest {
+  private static final Duration TIMEOUT = Duration.ofSeconds(30);
+
+  @ParameterizedTest
+  @EnumSource(Precision.class)
+  void routedShardsAndARemoteSharedServiceGiveTheBitsOfInProcessExperts(Precision precision) throws Exception {
+    var requests = EngineTest.mixedRequests();
+    var expected = EngineTest.run(TinyModel.model(precision), EngineTest.ROOMY, new KvCacheConfig(64, 8, true), requests);
+    try (var attention = attentionOnly(precision, ExpertSelection.NONE)) {
+      Placement placement = ExpertWeights.initialPlacement(attention.config(), 2, 2);
+      var shards = shards(precision, placement, i -> ExpertSelection.shard(placement, i));
+      try (var shared = ExpertWeights.load(TinyModel.checkpoint(), precision, TinyModel.kernels(), ExpertSelection.SHARED_ONLY, null)) {
+        var transport = new InProcessExpertTransport(TinyModel.kernels(), experts(shards), shared.experts());
+        var remote = new DispatchingExperts(transport, placement, null, precision == Precision.INT8, TIMEOUT);
+        var actual = EngineTest.run(attention, remote, SchedulerConfig.defaults().withMaxBatchedTokens(19), new KvCacheConfig(64, 8, true), requests);
+        EngineTest.assertSameTokensAndLogits(actual, expected);
+        assertThat(transport.sent).extracting(InProcessExpertTransport.Sent::shard).as("both shards worked").contains(0, 1);
+        assertThat(transport.sent).extracting(InProcessExpertTransport.Sent::hiddenType).as("low-bit dispatch under A8W8")
+            .containsOnly(precision == Precision.INT8 ? DType.I8 : DType.F32);
+      } finally {
+        for (var s : shards) s.close();
+      }
+    }
+  }
+
+  @Test
+  void aNewPlacementTakesEffectAtAStepBoundaryAndChangesNoToken() throws Exception {
+    Precision precision = Precision.INT8;
+    List<GenerationRequest> requests = new ArrayList<>();
+    for (int i = 0; i < 4; i++)
+      requests.add(GenerationRequest.of("p" + i, EngineTest.randomPrompt(40 + i, 12 + 5 * i), SamplingParams.greedy().toBuilder().ignoreEos(true).build(), 24));
+    var expected = EngineTest.run(TinyModel.model(precision), EngineTest.ROOMY, new KvCacheConfig(64, 8, true), requests);
+    try (var attention = attentionOnly(precision, ExpertSelection.SHARED_ONLY)) {
+      Placement first = ExpertWeights.initialPlacement(attention.config(), 2, 0);
+      Placement second = reversed(first);
+      var shards = shards(precision, first, i -> ExpertSelection.ALL); // both hold every expert: either placement works
+      try {
+        var transport = new InProcessExpertTransport(TinyModel.kernels(), experts(shards), null);
+        var remote = new DispatchingExperts(transport, first, attention.localExperts(), true, TIMEOUT);
+        transport.beforeDispatch = n -> {
+          if (n == 40) remote.usePlacement(second); // mid-run, inside a forward pass
+        };
+        var actual = EngineTest.run(attention, remote, EngineTest.ROOMY, new KvCacheConfig(64, 8, true), requests);
+        EngineTest.assertSameTokensAndLogits(actual, expected);
+        var versions = transport.sent.stream().mapToLong(InProcessExpertTransport.Sent::placementVersion).toArray();
+        int switched = IntStream.range(0, versions.length).filter(i -> versions[i] == 1).findFirst().orElseThrow();
+        assertThat(switched).as("the switch waits for the step boundary").isGreaterThan(40);
+        assertThat(transport.sent.get(switched).layerId()).as("a step starts at the first MoE layer")
+            .isEqualTo(IntStream.range(0, 99).filter(first::isMoeLayer).findFirst().orElseThrow());
+        assertThat(IntStream.range(switched, versions.length).allMatch(i -> versions[i] == 1)).isTrue();
+      } finally {
+        for (var s : shards) s.close();
+      }
+    }
+  }
+
+  private static DeepseekModel attentionOnly(Precision precision, ExpertSelection selection) {
+    return DeepseekModel.load(TinyModel.checkpoint(), precision, TinyModel.kernels(), selection, null);
+  }
+
+  private static ExpertWeights[] shards(Precision precision, Placement placement, java.util.function.IntFunction<ExpertSelection> selection) {
+    var shards = new ExpertWeights[placement.numShards()];
+    for (int i = 0; i < shards.length; i++)
+      shards[i] = ExpertWeights.load(TinyModel.checkpoint(), precision, TinyModel.kernels(), selection.apply(i), null);
+    return shards;
+  }
+
+  private static LocalExperts[] experts(ExpertWeights[] shards) {
+    var out = new LocalExperts[shards.length];
+    for (int i = 0; i < shards.length; i++) out[i] = shards[i].experts();
+    return out;
+  }
+
+  /** The same experts, shards swapped: every slot moves to the other shard. */
+  private static Placement reversed(Placement p) {
+    int[][] map = new int[p.numLayers()][];
+    for (int layer = 0; layer < map.length; layer++) {
+      if (!p.isMoeLayer(layer)) continue;
+      int[] old = p.physicalToLogical(layer);
+      map[layer] = new int[old.length];
+      for (int s = 0; s < old.length; s++) map[layer][s] = old[(s + p.slotsPerShard()) % old.length];
+    }
+    return Placement.of(p.version() + 1, p.numShards(), p.numExperts(), map);
+  }
+}

@@ -1,0 +1,43 @@
+package io.moemesh.model.moe;
+
+import io.moemesh.kernels.DType;
+import io.moemesh.kernels.Tensor;
+
+/**
+ * The work one routed-expert shard does for one MoE layer of one step: each token's hidden state once —
+ * INT8 with a per-token scale for A8W8 experts (quantized once, before sending: low-bit dispatch), else F32 —
+ * and the assignments grouped by expert in ascending id, tokens ascending within an expert (routing order
+ * restricted to this shard). Assignment {@code i} runs token {@code tokenIndex[i]}; expert {@code e}'s
+ * assignments are {@code [expertOffsets[e], expertOffsets[e+1])}.
+ *
+ * @param hidden (tokens, dim) I8 or F32
+ * @param scales (tokens) F32 for I8 hidden states, else null
+ * @param expertOffsets (numExperts + 1)
+ * @param tokenIndex (assignments) rows of {@code hidden}
+ */
+public record ExpertDispatch(int layerId, long placementVersion, Tensor hidden, Tensor scales, int[] expertOffsets, int[] tokenIndex) {
+  public ExpertDispatch {
+    if (hidden.rank() != 2) throw new IllegalArgumentException("hidden states must be (tokens, dim), got " + hidden);
+    if (hidden.dtype() == DType.I8 ? scales == null || scales.numElements() != hidden.dim(0) : hidden.dtype() != DType.F32 || scales != null)
+      throw new IllegalArgumentException("hidden states must be I8 with one F32 scale per token, or F32 without scales: " + hidden + ", " + scales);
+    if (expertOffsets.length < 2 || expertOffsets[0] != 0 || expertOffsets[expertOffsets.length - 1] != tokenIndex.length)
+      throw new IllegalArgumentException("expert offsets must run from 0 to the " + tokenIndex.length + " assignments");
+    for (int e = 0; e + 1 < expertOffsets.length; e++)
+      if (expertOffsets[e + 1] < expertOffsets[e]) throw new IllegalArgumentException("expert offsets decrease at expert " + e);
+    for (int t : tokenIndex)
+      if (t < 0 || t >= hidden.dim(0)) throw new IllegalArgumentException("token index " + t + " outside the " + hidden.dim(0) + " tokens sent");
+  }
+
+  public int numAssignments() {
+    return tokenIndex.length;
+  }
+
+  public int numExperts() {
+    return expertOffsets.length - 1;
+  }
+
+  /** Tokens of each expert, for load statistics. */
+  public int count(int expert) {
+    return expertOffsets[expert + 1] - expertOffsets[expert];
+  }
+}
