@@ -9,6 +9,7 @@ import io.moemesh.model.moe.ExpertDispatch;
 import io.moemesh.model.moe.LocalExperts;
 import io.moemesh.model.moe.Placement;
 import io.moemesh.model.moe.Routing;
+import io.moemesh.model.moe.balance.ReplicaPicker;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
@@ -34,6 +35,7 @@ public final class DispatchingExperts implements ExpertBackend {
   private final int firstMoeLayer;
   private volatile Placement next;
   private Placement placement; // the step's; only the step thread touches it
+  private long steps;          // forward passes so far: rotates the replica choice
 
   /**
    * @param localShared the shared experts when they run next to attention, null when they are remote
@@ -83,7 +85,10 @@ public final class DispatchingExperts implements ExpertBackend {
 
   @Override
   public void forward(Kernels k, int layerId, Tensor routedOut, Tensor sharedOut, Tensor x, Routing routing, TensorArena scratch) {
-    if (layerId == firstMoeLayer) placement = next;
+    if (layerId == firstMoeLayer) {
+      placement = next;
+      steps++;
+    }
     Hidden h = quantize(k, x, scratch);
     CompletableFuture<ExpertOutputs> remoteShared = sharedOut != null && localShared == null
         ? transport.shared(layerId, h.states, h.scales) : null;
@@ -131,23 +136,14 @@ public final class DispatchingExperts implements ExpertBackend {
   }
 
   /**
-   * Which shard computes each assignment: an expert with several replicas spreads its tokens over them in turn
-   * (all replicas hold the same weights, so the choice never changes a result).
+   * Which shard computes each assignment: an expert with several replicas spreads its tokens over them
+   * ({@link ReplicaPicker}; all replicas hold the same weights, so the choice never changes a result).
    */
   private ShardPlan[] plan(int layerId, Routing routing, int numTokens) {
     int n = routing.tokenRows().length, numExperts = routing.numExperts(), shards = placement.numShards();
-    int[] shardOf = new int[n];
+    int[] shardOf = ReplicaPicker.slots(placement, layerId, routing, steps);
     int[] perShard = new int[shards];
-    for (int e = 0; e < numExperts; e++) {
-      int from = routing.expertOffsets()[e], count = routing.count(e);
-      if (count == 0) continue;
-      int replicas = placement.replicas(layerId, e);
-      for (int j = 0; j < count; j++) {
-        int shard = placement.shardOf(placement.slot(layerId, e, j % replicas));
-        shardOf[from + j] = shard;
-        perShard[shard]++;
-      }
-    }
+    for (int i = 0; i < n; i++) perShard[shardOf[i] = placement.shardOf(shardOf[i])]++;
     ShardPlan[] plans = new ShardPlan[shards];
     int[] localIndex = new int[numTokens];
     for (int s = 0; s < shards; s++) {
