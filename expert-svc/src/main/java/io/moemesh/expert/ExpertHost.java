@@ -1,0 +1,229 @@
+package io.moemesh.expert;
+
+import io.moemesh.kernels.DType;
+import io.moemesh.kernels.Kernels;
+import io.moemesh.kernels.Tensor;
+import io.moemesh.kernels.TensorArena;
+import io.moemesh.model.ExpertWeights;
+import io.moemesh.model.ModelConfig;
+import io.moemesh.model.ModelConfigReader;
+import io.moemesh.model.moe.ExpertDispatch;
+import io.moemesh.model.moe.ExpertSelection;
+import io.moemesh.model.moe.Placement;
+import io.moemesh.model.moe.balance.ExpertLoad;
+import io.moemesh.proto.expert.v1.CombineFrame;
+import io.moemesh.proto.expert.v1.DispatchFrame;
+import io.moemesh.proto.expert.v1.SharedFrame;
+import io.quarkus.runtime.ShutdownEvent;
+import io.quarkus.runtime.StartupEvent;
+import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.enterprise.event.Observes;
+import jakarta.inject.Inject;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicLong;
+import org.jboss.logging.Logger;
+
+/**
+ * The experts this process holds and the one thread that computes them (the kernels split each op over
+ * the cores; frames from every stream queue here in arrival order). A routed shard holds the experts of its
+ * slots under the newest prepared placement (plus those of older versions still in use); the shared role
+ * holds every MoE layer's shared experts. Loading runs off the startup thread; until it ends, readiness is down.
+ */
+@ApplicationScoped
+public class ExpertHost {
+  private static final Logger LOG = Logger.getLogger(ExpertHost.class);
+  @Inject ExpertConfig config;
+  @Inject ExpertMetrics metrics;
+
+  private final ExecutorService compute = Executors.newSingleThreadExecutor(Thread.ofPlatform().name("expert-compute").factory());
+  private volatile Kernels kernels;
+  private volatile ModelConfig model;
+  private volatile Held held;            // swapped whole by prepare()
+  private volatile String failure;
+  private volatile ExpertLoad load;
+  private final AtomicLong framesSinceAdvance = new AtomicLong();
+
+  /** The weights and the placement they were loaded for (null placement in the shared role). */
+  record Held(ExpertWeights weights, Placement placement) {}
+
+  void start(@Observes StartupEvent event) {
+    Thread.ofPlatform().name("expert-load").start(() -> {
+      try {
+        long start = System.nanoTime();
+        kernels = config.kernels().open(config.threads().orElse(Runtime.getRuntime().availableProcessors()));
+        model = ModelConfigReader.read(config.modelDir().resolve("config.json"));
+        Placement placement = config.role() == ExpertConfig.Role.ROUTED
+            ? ExpertWeights.initialPlacement(model, config.numShards(), config.redundantSlots()) : null;
+        ExpertSelection selection = placement == null ? ExpertSelection.SHARED_ONLY : ExpertSelection.shard(placement, config.shard());
+        held = new Held(ExpertWeights.load(config.modelDir(), config.precision(), kernels, selection, null), placement);
+        boolean[] moe = new boolean[ExpertWeights.numLayers(model)];
+        for (int i = 0; i < moe.length; i++) moe[i] = model.isMoeLayer(i);
+        load = new ExpertLoad(moe, model.nRoutedExperts(), 8);
+        LOG.infof("experts ready: %s %s in %.1f s", config.role(), config.role() == ExpertConfig.Role.ROUTED
+            ? "shard " + config.shard() + "/" + config.numShards() : "", (System.nanoTime() - start) / 1e9);
+      } catch (RuntimeException e) {
+        failure = e.getMessage();
+        LOG.error("experts failed to load", e);
+      }
+    });
+  }
+
+  void stop(@Observes ShutdownEvent event) {
+    compute.shutdownNow();
+    Held h = held;
+    if (h != null) h.weights().close();
+    if (kernels != null) kernels.close();
+  }
+
+  public boolean isReady() {
+    return held != null;
+  }
+
+  public String failure() {
+    return failure;
+  }
+
+  ExecutorService executor() {
+    return compute;
+  }
+
+  ExpertConfig config() {
+    return config;
+  }
+
+  Held held() {
+    Held h = held;
+    if (h == null) throw new IllegalStateException(failure == null ? "the experts are still loading" : "the experts failed to load: " + failure);
+    return h;
+  }
+
+  ModelConfig model() {
+    held();
+    return model;
+  }
+
+  ExpertLoad load() {
+    held();
+    return load;
+  }
+
+  /** Runs a dispatch frame (on the compute thread): one output row per assignment, or an error frame saying why. */
+  CombineFrame routed(DispatchFrame frame) {
+    long start = System.nanoTime();
+    try (TensorArena scratch = TensorArena.confined()) {
+      if (config.role() != ExpertConfig.Role.ROUTED) throw new IllegalArgumentException("this is a shared-expert service: send SharedFrames");
+      Held h = held();
+      Tensor hidden = WireTensors.read(frame.getHidden(), "hidden", 2, scratch);
+      Tensor scales = frame.hasScales() ? WireTensors.read(frame.getScales(), "scales", DType.F32, 1, scratch) : null;
+      checkLayer(frame.getLayerId(), hidden);
+      var dispatch = new ExpertDispatch(frame.getLayerId(), frame.getPlacementVersion(), hidden, scales,
+          WireTensors.ints(frame.getExpertOffsets(), "expert_offsets", scratch), WireTensors.ints(frame.getTokenIndex(), "token_index", scratch));
+      if (dispatch.numExperts() != model.nRoutedExperts())
+        throw new IllegalArgumentException("expert_offsets covers " + dispatch.numExperts() + " experts, the model has " + model.nRoutedExperts());
+      Tensor out = h.weights().experts().compute(kernels, dispatch, scratch);
+      int[] counts = new int[dispatch.numExperts()];
+      for (int e = 0; e < counts.length; e++) counts[e] = dispatch.count(e);
+      load.record(frame.getLayerId(), counts);
+      if (framesSinceAdvance.incrementAndGet() >= (long) config.loadWindow() * numMoeLayers() / load.windowBuckets()) {
+        framesSinceAdvance.set(0);
+        load.advance();
+      }
+      metrics.frame("routed", frame.getSerializedSize(), dispatch.numAssignments(), System.nanoTime() - start);
+      return CombineFrame.newBuilder().setSeq(frame.getSeq()).setOutputs(WireTensors.write(out)).build();
+    } catch (RuntimeException e) {
+      metrics.failed("routed");
+      return CombineFrame.newBuilder().setSeq(frame.getSeq()).setError(message(e)).build();
+    }
+  }
+
+  /** Runs a shared-experts frame (on the compute thread): one output row per token. */
+  CombineFrame shared(SharedFrame frame) {
+    long start = System.nanoTime();
+    try (TensorArena scratch = TensorArena.confined()) {
+      if (config.role() != ExpertConfig.Role.SHARED) throw new IllegalArgumentException("this is a routed-expert shard: send DispatchFrames");
+      Held h = held();
+      Tensor hidden = WireTensors.read(frame.getHidden(), "hidden", 2, scratch);
+      checkLayer(frame.getLayerId(), hidden);
+      Tensor out = scratch.allocate(DType.F32, hidden.dim(0), hidden.dim(1));
+      var experts = h.weights().experts();
+      if (hidden.dtype() == DType.I8) {
+        if (!frame.hasScales()) throw new IllegalArgumentException("I8 hidden states need scales");
+        Tensor scales = WireTensors.read(frame.getScales(), "scales", DType.F32, 1, scratch);
+        if (scales.dim(0) != hidden.dim(0)) throw new IllegalArgumentException(scales.dim(0) + " scales for " + hidden.dim(0) + " tokens");
+        if (!experts.sharedIsInt8(frame.getLayerId())) throw new IllegalArgumentException("INT8 hidden states for experts in " + config.precision());
+        experts.sharedQuantized(kernels, frame.getLayerId(), out, hidden, scales, scratch);
+      } else if (hidden.dtype() == DType.F32) {
+        experts.shared(kernels, frame.getLayerId(), out, hidden, scratch);
+      } else {
+        throw new IllegalArgumentException("hidden states must be I8 or F32, got " + hidden.dtype());
+      }
+      Tensor wire = out;
+      if (experts.outputDType() != DType.F32) {
+        wire = scratch.allocate(experts.outputDType(), hidden.dim(0), hidden.dim(1));
+        kernels.convert(wire, out);
+      }
+      metrics.frame("shared", frame.getSerializedSize(), hidden.dim(0), System.nanoTime() - start);
+      return CombineFrame.newBuilder().setSeq(frame.getSeq()).setOutputs(WireTensors.write(wire)).build();
+    } catch (RuntimeException e) {
+      metrics.failed("shared");
+      return CombineFrame.newBuilder().setSeq(frame.getSeq()).setError(message(e)).build();
+    }
+  }
+
+  /**
+   * Live rebalancing, step 1: loads the experts {@code next} assigns this shard, keeping those it holds now (an
+   * attention replica may still be on the old version), then swaps them in; frames queued before keep the old
+   * weights until they are done. Returns the number of experts this shard serves under {@code next}.
+   */
+  synchronized int prepare(Placement next) {
+    Held h = held();
+    if (config.role() != ExpertConfig.Role.ROUTED) throw new IllegalArgumentException("only routed shards take placements");
+    if (next.numShards() != config.numShards() || next.numExperts() != model.nRoutedExperts())
+      throw new IllegalArgumentException("placement for " + next.numShards() + " shards × " + next.numExperts() + " experts; this mesh has "
+          + config.numShards() + " × " + model.nRoutedExperts());
+    if (next.version() <= h.placement().version()) return servedExperts(next);
+    ExpertSelection now = ExpertSelection.shard(h.placement(), config.shard()), then = ExpertSelection.shard(next, config.shard());
+    ExpertSelection both = new ExpertSelection() {
+      @Override
+      public boolean routed(int layerId, int expert) {
+        return now.routed(layerId, expert) || then.routed(layerId, expert);
+      }
+
+      @Override
+      public boolean shared(int layerId) {
+        return false;
+      }
+    };
+    var weights = ExpertWeights.load(config.modelDir(), config.precision(), kernels, both, null);
+    held = new Held(weights, next);
+    compute.execute(() -> h.weights().close()); // after every frame queued before the swap
+    LOG.infof("placement version %d prepared", next.version());
+    return servedExperts(next);
+  }
+
+  /** Experts (summed over MoE layers) this shard serves under {@code p}. */
+  private int servedExperts(Placement p) {
+    int n = 0;
+    for (int layer = 0; layer < p.numLayers(); layer++)
+      if (p.isMoeLayer(layer)) n += p.expertsOnShard(layer, config.shard()).length;
+    return n;
+  }
+
+  private void checkLayer(int layerId, Tensor hidden) {
+    if (layerId < 0 || layerId >= ExpertWeights.numLayers(model) || !model.isMoeLayer(layerId))
+      throw new IllegalArgumentException("layer " + layerId + " is not a MoE layer of " + config.modelDir().getFileName());
+    if (hidden.dim(1) != model.hiddenSize())
+      throw new IllegalArgumentException("hidden states of width " + hidden.dim(1) + ", the model's is " + model.hiddenSize());
+  }
+
+  private int numMoeLayers() {
+    int n = 0;
+    for (int i = 0; i < ExpertWeights.numLayers(model); i++) if (model.isMoeLayer(i)) n++;
+    return n;
+  }
+
+  private static String message(RuntimeException e) {
+    return e.getMessage() != null ? e.getMessage() : e.toString();
+  }
+}

@@ -1,0 +1,25 @@
+package io.moemesh.expert;
+
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.inject.Inject;
+import java.util.concurrent.TimeUnit;
+
+/** {@code moemesh_expert_*} on /q/metrics: frames, dispatch bytes and rows, compute latency, failures. */
+@ApplicationScoped
+public class ExpertMetrics {
+  @Inject MeterRegistry registry;
+
+  void frame(String kind, long bytes, int rows, long nanos) {
+    registry.counter("moemesh_expert_frames_total", "kind", kind).increment();
+    registry.counter("moemesh_expert_dispatch_bytes_total", "kind", kind).increment(bytes);
+    registry.counter("moemesh_expert_rows_total", "kind", kind).increment(rows);
+    Timer.builder("moemesh_expert_compute_seconds").tag("kind", kind).publishPercentileHistogram()
+        .register(registry).record(nanos, TimeUnit.NANOSECONDS);
+  }
+
+  void failed(String kind) {
+    registry.counter("moemesh_expert_frame_failures_total", "kind", kind).increment();
+  }
+}

@@ -1,0 +1,202 @@
+package io.moemesh.expert;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import com.google.protobuf.ByteString;
+import io.moemesh.kernels.DType;
+import io.moemesh.kernels.KernelBackend;
+import io.moemesh.kernels.Kernels;
+import io.moemesh.kernels.Tensor;
+import io.moemesh.kernels.TensorArena;
+import io.moemesh.model.ExpertWeights;
+import io.moemesh.model.ModelConfig;
+import io.moemesh.model.ModelConfigReader;
+import io.moemesh.model.Precision;
+import io.moemesh.model.moe.ExpertDispatch;
+import io.moemesh.model.moe.ExpertSelection;
+import io.moemesh.model.moe.Placement;
+import io.moemesh.proto.expert.v1.CombineFrame;
+import io.moemesh.proto.expert.v1.DispatchFrame;
+import io.moemesh.proto.expert.v1.ExpertLoadRequest;
+import io.moemesh.proto.expert.v1.ExpertRole;
+import io.moemesh.proto.expert.v1.Experts;
+import io.moemesh.proto.expert.v1.InfoRequest;
+import io.moemesh.proto.expert.v1.LayerSlots;
+import io.moemesh.proto.expert.v1.PlacementTable;
+import io.moemesh.proto.expert.v1.SharedFrame;
+import io.quarkus.grpc.GrpcClient;
+import io.quarkus.test.common.QuarkusTestResource;
+import io.quarkus.test.junit.QuarkusTest;
+import io.smallrye.mutiny.Multi;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
+
+/** A routed shard (0 of 2, 2 redundant slots) on the tiny model over real gRPC, against the experts computed in this JVM. */
+@QuarkusTest
+@QuarkusTestResource(TinyExpertsResource.class)
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+class ExpertsServiceTest {
+  static final Duration TIMEOUT = Duration.ofSeconds(60);
+  static Kernels kernels;
+  static ModelConfig config;
+  static Placement placement;
+  static ExpertWeights reference;
+  static int layer;
+
+  @GrpcClient("experts")
+  Experts experts;
+
+  @BeforeAll
+  static void loadReference() {
+    kernels = KernelBackend.NATIVE.open(1);
+    config = ModelConfigReader.read(TinyExpertsResource.checkpoint().resolve("config.json"));
+    placement = ExpertWeights.initialPlacement(config, 2, 2);
+    reference = ExpertWeights.load(TinyExpertsResource.checkpoint(), Precision.INT8, kernels, ExpertSelection.ALL, null);
+    layer = IntStream.range(0, 99).filter(config::isMoeLayer).findFirst().orElseThrow();
+  }
+
+  @AfterAll
+  static void close() {
+    reference.close();
+    kernels.close();
+  }
+
+  @BeforeEach
+  void awaitReady() {
+    await().atMost(TIMEOUT).ignoreExceptions().until(() -> experts.info(InfoRequest.getDefaultInstance()).await().atMost(TIMEOUT) != null);
+  }
+
+  @Test
+  void aDispatchFrameComesBackAsTheBitsOfTheExpertsComputedHere() {
+    int[] held = placement.expertsOnShard(layer, 0);
+    try (TensorArena arena = TensorArena.confined()) {
+      ExpertDispatch d = dispatch(arena, 7, held, 11);
+      List<CombineFrame> answers = send(List.of(frame(1, d), frame(2, dispatch(arena, 3, held, 12))));
+      assertThat(answers).extracting(CombineFrame::getSeq).containsExactly(1L, 2L);
+      assertThat(answers.get(0).getError()).isEmpty();
+      Tensor expected = reference.experts().compute(kernels, d, arena);
+      assertThat(expected.dtype()).as("A8W8 experts answer in BF16").isEqualTo(DType.BF16);
+      assertThat(answers.get(0).getOutputs().getShapeList()).containsExactly((long) d.numAssignments(), (long) config.hiddenSize());
+      assertThat(answers.get(0).getOutputs().getData()).isEqualTo(ByteString.copyFrom(expected.asReadOnlyBytes()));
+    }
+  }
+
+  @Test
+  void aBadFrameGetsAnErrorFrameAndTheStreamGoesOn() {
+    int notHeld = IntStream.range(0, config.nRoutedExperts()).filter(e -> Arrays.stream(placement.expertsOnShard(layer, 0)).noneMatch(h -> h == e))
+        .findFirst().orElseThrow();
+    try (TensorArena arena = TensorArena.confined()) {
+      var good = frame(3, dispatch(arena, 2, placement.expertsOnShard(layer, 0), 5));
+      var wrongExpert = frame(1, dispatch(arena, 2, new int[] {notHeld}, 5));
+      var denseLayer = good.toBuilder().setSeq(2).setLayerId(IntStream.range(0, 99).filter(i -> !config.isMoeLayer(i)).findFirst().orElseThrow()).build();
+      var truncated = good.toBuilder().setSeq(4).setHidden(good.getHidden().toBuilder().setData(good.getHidden().getData().substring(1))).build();
+      List<CombineFrame> answers = send(List.of(wrongExpert, denseLayer, good, truncated));
+      assertThat(answers.get(0).getError()).contains("expert " + notHeld).contains("not held");
+      assertThat(answers.get(1).getError()).contains("not a MoE layer");
+      assertThat(answers.get(2).getError()).isEmpty();
+      assertThat(answers.get(2).hasOutputs()).isTrue();
+      assertThat(answers.get(3).getError()).contains("hidden").contains("bytes");
+    }
+  }
+
+  @Test
+  void sharedFramesAreRefusedByARoutedShard() {
+    var answer = experts.shared(Multi.createFrom().item(SharedFrame.newBuilder().setSeq(9).setLayerId(layer).build()))
+        .collect().asList().await().atMost(TIMEOUT);
+    assertThat(answer).singleElement().satisfies(f -> assertThat(f.getError()).contains("routed-expert shard"));
+  }
+
+  @Test
+  void infoListsTheExpertsOfItsSlotsAndLoadCountsTheirTokens() {
+    var info = experts.info(InfoRequest.getDefaultInstance()).await().atMost(TIMEOUT);
+    assertThat(info.getRole()).isEqualTo(ExpertRole.EXPERT_ROLE_ROUTED);
+    assertThat(info.getNumShards()).isEqualTo(2);
+    var first = info.getHeldList().stream().filter(l -> l.getLayerId() == layer).findFirst().orElseThrow();
+    assertThat(first.getExpertsList()).containsExactlyElementsOf(Arrays.stream(placement.expertsOnShard(layer, 0)).boxed().toList());
+
+    int expert = placement.expertsOnShard(layer, 0)[0];
+    long before = tokens(layer, expert);
+    try (TensorArena arena = TensorArena.confined()) {
+      send(List.of(frame(1, dispatch(arena, 6, new int[] {expert}, 21))));
+    }
+    assertThat(tokens(layer, expert) - before).isEqualTo(6);
+  }
+
+  @Test
+  @Order(Integer.MAX_VALUE) // changes what the shard holds: the other tests see the starting placement
+  void aPreparedPlacementLoadsTheExpertsItMovesHere() {
+    int moved = IntStream.range(0, config.nRoutedExperts()).filter(e -> Arrays.stream(placement.expertsOnShard(layer, 0)).noneMatch(h -> h == e))
+        .findFirst().orElseThrow();
+    // the next placement: shard 1's first slot trades places with shard 0's first, in every MoE layer
+    var table = PlacementTable.newBuilder().setVersion(placement.version() + 1).setNumShards(2).setNumExperts(config.nRoutedExperts());
+    for (int l = 0; l < placement.numLayers(); l++) {
+      if (!placement.isMoeLayer(l)) continue;
+      int[] slots = placement.physicalToLogical(l);
+      int a = 0, b = IntStream.range(placement.slotsPerShard(), slots.length).filter(s -> slots[s] == moved).findFirst().orElseThrow();
+      int t = slots[a];
+      slots[a] = slots[b];
+      slots[b] = t;
+      table.addLayers(LayerSlots.newBuilder().setLayerId(l).addAllPhysicalToLogical(Arrays.stream(slots).boxed().toList()));
+    }
+    var answer = experts.prepare(table.build()).await().atMost(TIMEOUT);
+    assertThat(answer.getPlacementVersion()).isEqualTo(placement.version() + 1);
+    try (TensorArena arena = TensorArena.confined()) {
+      ExpertDispatch d = dispatch(arena, 4, new int[] {moved}, 8);
+      CombineFrame got = send(List.of(frame(1, d))).get(0);
+      assertThat(got.getError()).isEmpty();
+      assertThat(got.getOutputs().getData()).isEqualTo(ByteString.copyFrom(reference.experts().compute(kernels, d, arena).asReadOnlyBytes()));
+    }
+  }
+
+  private long tokens(int layerId, int expert) {
+    var report = experts.load(ExpertLoadRequest.getDefaultInstance()).await().atMost(TIMEOUT);
+    return report.getLayersList().stream().filter(l -> l.getLayerId() == layerId).findFirst().orElseThrow().getTokensPerExpert(expert);
+  }
+
+  private List<CombineFrame> send(List<DispatchFrame> frames) {
+    return experts.dispatch(Multi.createFrom().iterable(frames)).collect().asList().await().atMost(TIMEOUT);
+  }
+
+  /** {@code tokens} random INT8 hidden states; each token goes to 1-2 of {@code expertIds}. */
+  private static ExpertDispatch dispatch(TensorArena arena, int tokens, int[] expertIds, long seed) {
+    var random = new SplittableRandom(seed);
+    Tensor hidden = arena.allocate(DType.I8, tokens, config.hiddenSize()), scales = arena.allocate(DType.F32, tokens);
+    for (long i = 0; i < hidden.numElements(); i++) hidden.setByte(i, (byte) (random.nextInt(255) - 127));
+    for (int t = 0; t < tokens; t++) scales.setFloat(t, 0.01f * (1 + random.nextFloat()));
+    int[] offsets = new int[config.nRoutedExperts() + 1];
+    List<Integer> tokenIndex = new ArrayList<>();
+    for (int e = 0; e < config.nRoutedExperts(); e++) {
+      final int expert = e;
+      if (Arrays.stream(expertIds).anyMatch(x -> x == expert))
+        for (int t = 0; t < tokens; t++) if (expertIds.length == 1 || random.nextBoolean()) tokenIndex.add(t);
+      offsets[e + 1] = tokenIndex.size();
+    }
+    return new ExpertDispatch(layer, 0, hidden, scales, offsets, tokenIndex.stream().mapToInt(Integer::intValue).toArray());
+  }
+
+  private static DispatchFrame frame(long seq, ExpertDispatch d) {
+    return DispatchFrame.newBuilder().setSeq(seq).setLayerId(d.layerId()).setPlacementVersion(d.placementVersion())
+        .setHidden(WireTensors.write(d.hidden())).setScales(WireTensors.write(d.scales()))
+        .setExpertOffsets(ints(d.expertOffsets())).setTokenIndex(ints(d.tokenIndex())).build();
+  }
+
+  private static io.moemesh.proto.common.v1.Tensor ints(int[] values) {
+    try (TensorArena arena = TensorArena.confined()) {
+      Tensor t = arena.allocate(DType.I32, values.length);
+      for (int i = 0; i < values.length; i++) t.setInt(i, values[i]);
+      return WireTensors.write(t);
+    }
+  }
+}
