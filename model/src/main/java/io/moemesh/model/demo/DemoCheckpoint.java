@@ -54,7 +54,18 @@ public final class DemoCheckpoint {
   }
 
   public static void write(Path configJson, Path outDir, long seed, Format format, LoadProgress progress) throws IOException {
+    write(configJson, outDir, seed, format, 0, progress);
+  }
+
+  /**
+   * {@link #write(Path, Path, long, Format, LoadProgress)} with a router skew {@code S ≥ 0}: each MoE gate's
+   * {@code e_score_correction_bias} gets {@code + S} on a few hot experts ({@link RouterSkew}), so those experts
+   * receive most tokens — load for the expert balancer to even out. {@code S = 0} writes the same bytes as no skew.
+   */
+  public static void write(Path configJson, Path outDir, long seed, Format format, float routerSkew, LoadProgress progress)
+      throws IOException {
     ModelConfig config = ModelConfigReader.read(configJson);
+    RouterSkew.check(routerSkew, config);
     Files.createDirectories(outDir);
     ObjectNode json = (ObjectNode) JSON.readTree(Files.readString(configJson));
     json.remove("quantization_config");
@@ -80,6 +91,7 @@ public final class DemoCheckpoint {
       for (WeightSpec w : weights) {
         try (TensorArena arena = TensorArena.open()) {
           float[] values = RandomWeights.draw(w, config, seed, realTokens);
+          if (routerSkew != 0 && w.kind() == WeightSpec.Kind.GATE_BIAS) RouterSkew.apply(values, routerSkew, seed, w.name());
           if (format == Format.FP8 && w.quantizedInFp8()) {
             Tensor q = arena.allocate(DType.F8_E4M3, w.shape());
             Tensor scales = arena.allocate(DType.F32, blocks(w.shape()));
