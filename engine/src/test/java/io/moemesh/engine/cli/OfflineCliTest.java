@@ -2,6 +2,8 @@ package io.moemesh.engine.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.moemesh.kernels.TensorArena;
+import io.moemesh.model.checkpoint.Checkpoint;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -47,6 +49,23 @@ class OfflineCliTest {
       assertThat(cli("make-model", "--config", "tiny", "--out", again.toString(), "--seed", "3").exit()).isZero();
       for (String file : List.of("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"))
         assertThat(Files.readAllBytes(again.resolve(file))).as(file).isEqualTo(Files.readAllBytes(model.resolve(file)));
+    }
+
+    @Test
+    void routerSkewMovesOnlyTheGateBiases() throws Exception {
+      Path skewed = work.resolve("tiny-skewed");
+      Run run = cli("make-model", "--config", "tiny", "--out", skewed.toString(), "--seed", "3", "--router-skew", "0.25");
+      assertThat(run.exit()).as(run.err()).isZero();
+      for (String file : List.of("config.json", "tokenizer.json", "tokenizer_config.json"))
+        assertThat(Files.readAllBytes(skewed.resolve(file))).as(file).isEqualTo(Files.readAllBytes(model.resolve(file)));
+      try (var a = Checkpoint.open(model); var b = Checkpoint.open(skewed); var arena = TensorArena.open()) {
+        for (String name : a.names())
+          assertThat(Arrays.equals(a.load(name, arena).toFloatArray(), b.load(name, arena).toFloatArray()))
+              .as(name).isEqualTo(!name.endsWith("e_score_correction_bias"));
+      }
+      Run negative = cli("make-model", "--config", "tiny", "--out", work.resolve("y").toString(), "--router-skew", "-1");
+      assertThat(negative.exit()).isEqualTo(2);
+      assertThat(negative.err()).contains("--router-skew must be a number ≥ 0");
     }
 
     @Test
