@@ -5,10 +5,19 @@ import io.moemesh.engine.Engine;
 import io.moemesh.engine.EngineSettings;
 import io.moemesh.engine.KvConnector;
 import io.moemesh.engine.LoadedEngine;
+import io.moemesh.engine.experts.DispatchingExperts;
+import io.moemesh.engine.experts.ExpertTransport;
+import io.moemesh.model.ExpertWeights;
+import io.moemesh.model.ModelConfig;
+import io.moemesh.model.ModelConfigReader;
+import io.moemesh.model.Precision;
+import io.moemesh.model.moe.ExpertSelection;
+import io.moemesh.model.moe.Placement;
 import io.quarkus.runtime.ShutdownEvent;
 import io.quarkus.runtime.StartupEvent;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.event.Observes;
+import jakarta.enterprise.inject.Instance;
 import jakarta.inject.Inject;
 import java.util.concurrent.atomic.AtomicReference;
 import org.eclipse.microprofile.config.ConfigProvider;
@@ -26,15 +35,20 @@ public class EngineHost {
   private final AtomicReference<LoadedEngine> loaded = new AtomicReference<>();
   private final AtomicReference<String> failure = new AtomicReference<>();
   @Inject KvConnector connector;
+  @Inject Instance<ExpertTransportFactory> transports;
+  private volatile ExpertTransport transport; // the links to expert services, when the experts are remote
 
   void start(@Observes StartupEvent event) {
     Thread.ofPlatform().name("engine-load").start(() -> {
       try {
         var config = ConfigProvider.getConfig();
         EngineSettings settings = EngineSettings.fromConfig("moemesh.engine", key -> config.getOptionalValue(key, String.class));
+        ExpertsSettings experts = ExpertsSettings.fromConfig(key -> config.getOptionalValue(key, String.class));
         long start = System.nanoTime();
-        loaded.set(LoadedEngine.open(settings, connector, (done, total) -> {}));
-        LOG.infof("engine ready: %s (%s) in %.1f s", settings.modelDir(), settings.precision(), (System.nanoTime() - start) / 1e9);
+        loaded.set(experts.routedRemote() ? openWithRemoteExperts(settings, experts) : LoadedEngine.open(settings, connector, (done, total) -> {}));
+        LOG.infof("engine ready: %s (%s, experts %s) in %.1f s", settings.modelDir(), settings.precision(),
+            experts.routedRemote() ? "on " + experts.shards().size() + " shards, shared " + (experts.sharedRemote() ? "remote" : "local") : "local",
+            (System.nanoTime() - start) / 1e9);
       } catch (RuntimeException e) {
         failure.set(e.getMessage());
         LOG.error("engine failed to start", e);
@@ -42,9 +56,30 @@ public class EngineHost {
     });
   }
 
+  /**
+   * Attention here, routed experts (and, if so configured, shared experts) on expert services: only the
+   * experts that stay local are loaded; the starting placement is the shards' (checked by the transport).
+   */
+  private LoadedEngine openWithRemoteExperts(EngineSettings settings, ExpertsSettings experts) {
+    if (!transports.isResolvable()) throw new IllegalStateException("moemesh.experts.routed=remote but this service has no expert transport");
+    ModelConfig model = ModelConfigReader.read(settings.modelDir().resolve("config.json"));
+    ExpertTransport transport = transports.get().connect(experts, model, settings.precision());
+    this.transport = transport;
+    Placement placement = ExpertWeights.initialPlacement(model, experts.shards().size(), experts.redundantSlots());
+    try {
+      return LoadedEngine.open(settings, connector, experts.sharedRemote() ? ExpertSelection.NONE : ExpertSelection.SHARED_ONLY,
+          m -> new DispatchingExperts(transport, placement, experts.sharedRemote() ? null : m.localExperts(),
+              settings.precision() == Precision.INT8, experts.timeout()), (done, total) -> {});
+    } catch (RuntimeException e) {
+      transport.close();
+      throw e;
+    }
+  }
+
   void stop(@Observes ShutdownEvent event) {
     LoadedEngine e = loaded.getAndSet(null);
     if (e != null) e.close();
+    if (transport != null) transport.close();
   }
 
   /** The running engine, or UNAVAILABLE while it loads (or if it failed to). */

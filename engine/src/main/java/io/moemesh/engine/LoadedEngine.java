@@ -4,6 +4,9 @@ import io.moemesh.kernels.Kernels;
 import io.moemesh.model.DeepseekModel;
 import io.moemesh.model.LoadProgress;
 import io.moemesh.model.ModelConfig;
+import io.moemesh.model.moe.ExpertBackend;
+import io.moemesh.model.moe.ExpertSelection;
+import java.util.function.Function;
 
 /** A model loaded with its kernels and an {@link Engine} running over it; closing stops the engine, then frees all. */
 public final class LoadedEngine implements AutoCloseable {
@@ -21,12 +24,21 @@ public final class LoadedEngine implements AutoCloseable {
 
   /** Loads the model (reporting progress) and starts an engine whose prompt KV goes through {@code connector}. */
   public static LoadedEngine open(EngineSettings s, KvConnector connector, LoadProgress progress) {
+    return open(s, connector, ExpertSelection.ALL, DeepseekModel::localExperts, progress);
+  }
+
+  /**
+   * As {@link #open(EngineSettings, KvConnector, LoadProgress)}, loading only the experts in {@code selection}
+   * and reaching the MoE layers' experts through the backend {@code experts} makes for the loaded model.
+   */
+  public static LoadedEngine open(EngineSettings s, KvConnector connector, ExpertSelection selection,
+      Function<DeepseekModel, ExpertBackend> experts, LoadProgress progress) {
     Kernels kernels = s.kernels().open(s.threads());
     try {
-      DeepseekModel model = DeepseekModel.load(s.modelDir(), s.precision(), kernels, progress);
+      DeepseekModel model = DeepseekModel.load(s.modelDir(), s.precision(), kernels, selection, progress);
       try {
         var kv = KvCacheConfig.ofBytes(s.kvCacheBytes(), model.newCacheBytesPerToken(), s.pageSize(), s.prefixCaching());
-        return new LoadedEngine(kernels, model, Engine.create(model, s.scheduler(), kv, connector, null), kv);
+        return new LoadedEngine(kernels, model, Engine.create(model, experts.apply(model), s.scheduler(), kv, connector, null), kv);
       } catch (RuntimeException e) {
         model.close();
         throw e;

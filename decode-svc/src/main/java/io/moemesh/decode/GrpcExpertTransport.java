@@ -1,0 +1,244 @@
+package io.moemesh.decode;
+
+import com.google.protobuf.ByteString;
+import io.grpc.ManagedChannel;
+import io.grpc.ManagedChannelBuilder;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.grpc.stub.StreamObserver;
+import io.moemesh.engine.experts.ExpertOutputs;
+import io.moemesh.engine.experts.ExpertTransport;
+import io.moemesh.enginehost.ExpertTransportFactory;
+import io.moemesh.enginehost.ExpertsSettings;
+import io.moemesh.kernels.DType;
+import io.moemesh.kernels.Tensor;
+import io.moemesh.model.ModelConfig;
+import io.moemesh.model.Precision;
+import io.moemesh.model.moe.ExpertDispatch;
+import io.moemesh.proto.expert.v1.CombineFrame;
+import io.moemesh.proto.expert.v1.DispatchFrame;
+import io.moemesh.proto.expert.v1.ExpertRole;
+import io.moemesh.proto.expert.v1.ExpertServiceInfo;
+import io.moemesh.proto.expert.v1.ExpertsGrpc;
+import io.moemesh.proto.expert.v1.InfoRequest;
+import io.moemesh.proto.expert.v1.SharedFrame;
+import jakarta.enterprise.context.ApplicationScoped;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.time.Duration;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Function;
+import org.jboss.logging.Logger;
+
+/**
+ * The expert services over gRPC: one bidirectional stream per service, opened on first use and again after it
+ * breaks; frames carry a sequence number, answers complete the matching future. A broken stream fails the
+ * frames in flight with the service's address and status (the step that needed them fails; the next one
+ * reopens the stream).
+ */
+final class GrpcExpertTransport implements ExpertTransport {
+  private static final Logger LOG = Logger.getLogger(GrpcExpertTransport.class);
+  private static final int MAX_FRAME = 256 << 20;
+  private final Link<DispatchFrame>[] shards;
+  private final Link<SharedFrame> shared;
+
+  @SuppressWarnings("unchecked")
+  private GrpcExpertTransport(ExpertsSettings settings) {
+    shards = new Link[settings.shards().size()];
+    for (int s = 0; s < shards.length; s++)
+      shards[s] = new Link<>("routed shard " + s + " at " + settings.shards().get(s), channel(settings.shards().get(s)),
+          (stub, answers) -> stub.dispatch(answers));
+    shared = settings.sharedAddress().map(a -> new Link<SharedFrame>("shared experts at " + a, channel(a), (stub, answers) -> stub.shared(answers)))
+        .orElse(null);
+  }
+
+  /** The factory engine-host calls when {@code moemesh.experts.routed=remote}. */
+  @ApplicationScoped
+  static class Factory implements ExpertTransportFactory {
+    @Override
+    public ExpertTransport connect(ExpertsSettings settings, ModelConfig model, Precision precision) {
+      var transport = new GrpcExpertTransport(settings);
+      try {
+        transport.awaitAgreement(settings, model, precision, Duration.ofMinutes(10));
+        return transport;
+      } catch (RuntimeException e) {
+        transport.close();
+        throw e;
+      }
+    }
+  }
+
+  /** Waits until every service answers Info (they may still be loading) and checks it serves what this engine expects. */
+  private void awaitAgreement(ExpertsSettings settings, ModelConfig model, Precision precision, Duration patience) {
+    long deadline = System.nanoTime() + patience.toNanos();
+    for (int s = 0; s < shards.length; s++) {
+      ExpertServiceInfo info = info(shards[s], deadline);
+      check(shards[s], info.getRole() == ExpertRole.EXPERT_ROLE_ROUTED, "is not a routed-expert shard");
+      check(shards[s], info.getShard() == s && info.getNumShards() == shards.length,
+          "is shard " + info.getShard() + " of " + info.getNumShards() + ", expected " + s + " of " + shards.length);
+      check(shards[s], info.getPrecision().equals(precision.name().toLowerCase(Locale.ROOT)), "computes in " + info.getPrecision() + ", this engine in " + precision);
+      int slots = info.getHeldCount() == 0 ? 0 : info.getHeld(0).getExpertsCount();
+      check(shards[s], slots > 0, "holds no experts");
+    }
+    if (shared != null) {
+      ExpertServiceInfo info = info(shared, deadline);
+      check(shared, info.getRole() == ExpertRole.EXPERT_ROLE_SHARED, "is not a shared-expert service");
+      check(shared, info.getPrecision().equals(precision.name().toLowerCase(Locale.ROOT)), "computes in " + info.getPrecision() + ", this engine in " + precision);
+    }
+  }
+
+  private static ExpertServiceInfo info(Link<?> link, long deadline) {
+    while (true) {
+      try {
+        return ExpertsGrpc.newBlockingStub(link.channel).withDeadlineAfter(5, TimeUnit.SECONDS).info(InfoRequest.getDefaultInstance());
+      } catch (StatusRuntimeException e) {
+        if (System.nanoTime() > deadline) throw new IllegalStateException(link.name + " did not answer: " + e.getStatus());
+        LOG.debugf("waiting for %s: %s", link.name, e.getStatus());
+        try {
+          Thread.sleep(250); // a polling interval while the service loads its experts
+        } catch (InterruptedException ie) {
+          Thread.currentThread().interrupt();
+          throw new IllegalStateException("interrupted while waiting for " + link.name);
+        }
+      }
+    }
+  }
+
+  private static void check(Link<?> link, boolean ok, String problem) {
+    if (!ok) throw new IllegalStateException(link.name + " " + problem);
+  }
+
+  @Override
+  public int numShards() {
+    return shards.length;
+  }
+
+  @Override
+  public CompletableFuture<ExpertOutputs> routed(int shard, ExpertDispatch d) {
+    var b = DispatchFrame.newBuilder().setLayerId(d.layerId()).setPlacementVersion(d.placementVersion()).setHidden(wire(d.hidden()))
+        .setExpertOffsets(ints(d.expertOffsets())).setTokenIndex(ints(d.tokenIndex()));
+    if (d.scales() != null) b.setScales(wire(d.scales()));
+    return shards[shard].send(seq -> b.setSeq(seq).build());
+  }
+
+  @Override
+  public CompletableFuture<ExpertOutputs> shared(int layerId, Tensor hidden, Tensor scales) {
+    if (shared == null) throw new IllegalStateException("no shared-expert service is configured");
+    var b = SharedFrame.newBuilder().setLayerId(layerId).setHidden(wire(hidden));
+    if (scales != null) b.setScales(wire(scales));
+    return shared.send(seq -> b.setSeq(seq).build());
+  }
+
+  @Override
+  public void close() {
+    for (var s : shards) s.close();
+    if (shared != null) shared.close();
+  }
+
+  private static ManagedChannel channel(String address) {
+    return ManagedChannelBuilder.forTarget(address).usePlaintext().maxInboundMessageSize(MAX_FRAME).build();
+  }
+
+  /** One stream to one expert service and the frames awaiting their answers. */
+  private static final class Link<F> {
+    interface Opener<F> {
+      StreamObserver<F> open(ExpertsGrpc.ExpertsStub stub, StreamObserver<CombineFrame> answers);
+    }
+
+    final String name;
+    final ManagedChannel channel;
+    private final Opener<F> opener;
+    private final Map<Long, CompletableFuture<ExpertOutputs>> pending = new ConcurrentHashMap<>();
+    private final AtomicLong seq = new AtomicLong();
+    private StreamObserver<F> requests; // guarded by this
+
+    Link(String name, ManagedChannel channel, Opener<F> opener) {
+      this.name = name;
+      this.channel = channel;
+      this.opener = opener;
+    }
+
+    synchronized CompletableFuture<ExpertOutputs> send(Function<Long, F> frame) {
+      long n = seq.incrementAndGet();
+      var answer = new CompletableFuture<ExpertOutputs>();
+      pending.put(n, answer);
+      if (requests == null) requests = opener.open(ExpertsGrpc.newStub(channel), new Answers());
+      requests.onNext(frame.apply(n));
+      return answer;
+    }
+
+    private synchronized void broken(Throwable why) {
+      requests = null;
+      String reason = why instanceof StatusRuntimeException e ? e.getStatus().toString() : String.valueOf(why);
+      pending.keySet().forEach(k -> {
+        var f = pending.remove(k);
+        if (f != null) f.completeExceptionally(new IllegalStateException(name + ": " + reason, why));
+      });
+    }
+
+    synchronized void close() {
+      if (requests != null) requests.onCompleted();
+      channel.shutdownNow();
+      broken(Status.CANCELLED.withDescription("the transport is closed").asRuntimeException());
+    }
+
+    private final class Answers implements StreamObserver<CombineFrame> {
+      @Override
+      public void onNext(CombineFrame frame) {
+        var f = pending.remove(frame.getSeq());
+        if (f == null) return; // its stream broke and it was failed already
+        if (!frame.getError().isEmpty()) f.completeExceptionally(new IllegalStateException(name + ": " + frame.getError()));
+        else {
+          try {
+            f.complete(outputs(frame.getOutputs()));
+          } catch (RuntimeException e) {
+            f.completeExceptionally(new IllegalStateException(name + " answered a malformed frame: " + e.getMessage(), e));
+          }
+        }
+      }
+
+      @Override
+      public void onError(Throwable t) {
+        broken(t);
+      }
+
+      @Override
+      public void onCompleted() {
+        broken(Status.UNAVAILABLE.withDescription("the service closed the stream").asRuntimeException());
+      }
+    }
+  }
+
+  private static ExpertOutputs outputs(io.moemesh.proto.common.v1.Tensor t) {
+    DType dtype = switch (t.getDtype()) {
+      case DTYPE_BF16 -> DType.BF16;
+      case DTYPE_F32 -> DType.F32;
+      default -> throw new IllegalArgumentException("expert outputs of dtype " + t.getDtype());
+    };
+    if (t.getShapeCount() != 2) throw new IllegalArgumentException("expert outputs of shape " + t.getShapeList());
+    return new ExpertOutputs(dtype, Math.toIntExact(t.getShape(0)), Math.toIntExact(t.getShape(1)), t.getData().asReadOnlyByteBuffer());
+  }
+
+  private static io.moemesh.proto.common.v1.Tensor wire(Tensor t) {
+    var b = io.moemesh.proto.common.v1.Tensor.newBuilder().setDtype(switch (t.dtype()) {
+      case I8 -> io.moemesh.proto.common.v1.DType.DTYPE_I8;
+      case F32 -> io.moemesh.proto.common.v1.DType.DTYPE_F32;
+      case BF16 -> io.moemesh.proto.common.v1.DType.DTYPE_BF16;
+      default -> throw new IllegalArgumentException(t.dtype() + " hidden states do not travel");
+    });
+    for (int i = 0; i < t.rank(); i++) b.addShape(t.dim(i));
+    return b.setData(ByteString.copyFrom(t.asReadOnlyBytes())).build();
+  }
+
+  private static io.moemesh.proto.common.v1.Tensor ints(int[] values) {
+    ByteBuffer bytes = ByteBuffer.allocate(values.length * 4).order(ByteOrder.LITTLE_ENDIAN);
+    bytes.asIntBuffer().put(values);
+    return io.moemesh.proto.common.v1.Tensor.newBuilder().setDtype(io.moemesh.proto.common.v1.DType.DTYPE_I32).addShape(values.length)
+        .setData(ByteString.copyFrom(bytes)).build();
+  }
+}
