@@ -167,7 +167,10 @@ final class GrpcExpertTransport implements ExpertTransport {
       long n = seq.incrementAndGet();
       var answer = new CompletableFuture<ExpertOutputs>();
       pending.put(n, answer);
-      if (requests == null) requests = opener.open(ExpertsGrpc.newStub(channel), new Answers());
+      if (requests == null) {
+        channel.resetConnectBackoff(); // a restarted service is tried at once, not after the backoff
+        requests = opener.open(ExpertsGrpc.newStub(channel), new Answers());
+      }
       requests.onNext(frame.apply(n));
       return answer;
     }

@@ -33,9 +33,14 @@ final class ServiceProcess implements AutoCloseable {
   }
 
   static ServiceProcess start(String module, String name, List<String> properties) throws IOException {
+    Files.deleteIfExists(ROOT.resolve("e2e-tests/target/e2e-logs").resolve(name + ".log"));
+    return start(module, name, properties, freePort(), freePort());
+  }
+
+  /** Starts the service on given ports (e.g. again, after {@link #kill}). */
+  static ServiceProcess start(String module, String name, List<String> properties, int http, int grpc) throws IOException {
     Path jar = ROOT.resolve(module).resolve("target/quarkus-app/quarkus-run.jar");
     if (!Files.isRegularFile(jar)) throw new IllegalStateException(jar + " is missing: build " + module + " first (./mvnw verify builds it)");
-    int http = freePort(), grpc = freePort();
     List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
         "--enable-native-access=ALL-UNNAMED", "-Xmx1g",
         "-Dquarkus.http.port=" + http, "-Dquarkus.grpc.server.port=" + grpc));
@@ -44,7 +49,7 @@ final class ServiceProcess implements AutoCloseable {
     Path logs = ROOT.resolve("e2e-tests/target/e2e-logs");
     Files.createDirectories(logs);
     Path log = logs.resolve(name + ".log");
-    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
     return new ServiceProcess(name, http, grpc, p, log);
   }
 
@@ -79,6 +84,11 @@ final class ServiceProcess implements AutoCloseable {
     try (var s = new ServerSocket(0)) {
       return s.getLocalPort();
     }
+  }
+
+  /** kill -9: no shutdown hooks, connections dropped mid-frame. */
+  void kill() throws InterruptedException {
+    process.destroyForcibly().waitFor();
   }
 
   @Override

@@ -1,0 +1,173 @@
+package io.moemesh.e2e;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.grpc.ManagedChannel;
+import io.grpc.ManagedChannelBuilder;
+import io.moemesh.engine.EngineSettings;
+import io.moemesh.engine.GenerationRequest;
+import io.moemesh.engine.KvConnector;
+import io.moemesh.engine.LoadedEngine;
+import io.moemesh.model.demo.DemoCheckpoint;
+import io.moemesh.model.sampling.SamplingParams;
+import io.moemesh.model.tokenizer.Tokenizer;
+import io.moemesh.proto.common.v1.FinishReason;
+import io.moemesh.proto.decode.v1.DecodeGrpc;
+import io.moemesh.proto.decode.v1.GenerateRequest;
+import io.moemesh.proto.decode.v1.GenerateResponse;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.SplittableRandom;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The whole design as real processes on the tiny model: 2 routed-expert shards (with 2 redundant slots), a
+ * shared-expert service, kv-store, prefill, 2 decode replicas whose MoE layers run on those services, and the
+ * gateway. Remote experts give the tokens of one in-process engine; a killed shard fails only the requests
+ * that need it, with a clear error, and a restarted one rejoins without restarting anything else.
+ */
+class ExpertParallelMeshTest {
+  static final Duration READY = Duration.ofMinutes(3);
+  static Path model;
+  static final List<String> SHARD_PROPS = new ArrayList<>();
+  static ServiceProcess shard0, shard1, shared, kvStore, prefill, decode0, decode1, gateway;
+  static ManagedChannel decodeChannel;
+  static LoadedEngine reference;
+
+  @BeforeAll
+  static void startMesh() throws Exception {
+    model = Files.createTempDirectory("moemesh-e2e-experts").resolve("tiny");
+    DemoCheckpoint.writeShipped("tiny", model, 13, DemoCheckpoint.Format.BF16, (done, total) -> {});
+    List<String> expert = List.of("moemesh.expert.model-dir=" + model, "moemesh.expert.threads=1", "moemesh.expert.num-shards=2",
+        "moemesh.expert.redundant-slots=2");
+    shard0 = ServiceProcess.start("expert-svc", "expert-routed-0", with(expert, "moemesh.expert.shard=0"));
+    shard1 = ServiceProcess.start("expert-svc", "expert-routed-1", with(expert, "moemesh.expert.shard=1"));
+    shared = ServiceProcess.start("expert-svc", "expert-shared", with(expert, "moemesh.expert.role=shared"));
+    kvStore = ServiceProcess.start("kv-store", "kv-store-ep", List.of("moemesh.kv-store.max-bytes=64M"));
+    List<String> engine = List.of("moemesh.engine.model-dir=" + model, "moemesh.engine.kv-cache-memory=16M", "moemesh.engine.threads=1");
+    prefill = ServiceProcess.start("prefill-svc", "prefill-ep", with(engine, "moemesh.prefill.kv-store=" + kvStore.grpcAddress()));
+    List<String> remote = with(engine, "moemesh.experts.routed=remote", "moemesh.experts.shards=" + shard0.grpcAddress() + "," + shard1.grpcAddress(),
+        "moemesh.experts.redundant-slots=2", "moemesh.experts.shared=remote", "moemesh.experts.shared-address=" + shared.grpcAddress(),
+        "moemesh.experts.timeout=20s");
+    decode0 = ServiceProcess.start("decode-svc", "decode-ep-0", remote);
+    decode1 = ServiceProcess.start("decode-svc", "decode-ep-1", remote);
+    gateway = ServiceProcess.start("gateway", "gateway-ep", List.of("moemesh.gateway.model-dir=" + model,
+        "moemesh.gateway.prefill.replicas=" + prefill.grpcAddress(),
+        "moemesh.gateway.decode.replicas=" + decode0.grpcAddress() + "," + decode1.grpcAddress()));
+    for (ServiceProcess p : List.of(shard0, shard1, shared, kvStore, prefill, decode0, decode1, gateway)) p.awaitReady(READY);
+    decodeChannel = ManagedChannelBuilder.forTarget(decode0.grpcAddress()).usePlaintext().build();
+    reference = LoadedEngine.open(EngineSettings.fromConfig("e", key -> Optional.ofNullable(
+        Map.of("e.model-dir", model.toString(), "e.kv-cache-memory", "16M").get(key))), KvConnector.NONE, (done, total) -> {});
+  }
+
+  @AfterAll
+  static void stopMesh() throws Exception {
+    if (decodeChannel != null) decodeChannel.shutdownNow();
+    for (ServiceProcess p : new ServiceProcess[] {gateway, decode0, decode1, prefill, kvStore, shared, shard1, shard0}) if (p != null) p.close();
+    if (reference != null) reference.close();
+  }
+
+  private static List<String> with(List<String> base, String... more) {
+    var all = new ArrayList<>(base);
+    all.addAll(List.of(more));
+    return all;
+  }
+
+  static int[] prompt(long seed, int length) {
+    return new SplittableRandom(seed).ints(length, 2, 1000).toArray();
+  }
+
+  @Test
+  void completionsWithRemoteExpertsAreTheTextOfOneProcess() throws Exception {
+    var http = HttpClient.newHttpClient();
+    var mapper = new ObjectMapper();
+    List<int[]> prompts = new ArrayList<>();
+    List<CompletableFuture<HttpResponse<String>>> calls = new ArrayList<>();
+    for (int i = 0; i < 8; i++) { // at once: both decode replicas batch several requests per step
+      int[] p = prompt(300 + i, 6 + 9 * i);
+      prompts.add(p);
+      String body = "{\"model\": \"tiny\", \"prompt\": " + Arrays.toString(p) + ", \"max_tokens\": 12, \"temperature\": 0}";
+      calls.add(http.sendAsync(HttpRequest.newBuilder(URI.create("http://localhost:" + gateway.httpPort + "/v1/completions"))
+          .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString()));
+    }
+    try (var tokenizer = Tokenizer.load(model)) {
+      for (int i = 0; i < calls.size(); i++) {
+        var response = calls.get(i).get(120, TimeUnit.SECONDS);
+        assertThat(response.statusCode()).as(response.body()).isEqualTo(200);
+        int[] expected = reference.engine().submit(GenerationRequest.of("x" + i, prompts.get(i), SamplingParams.greedy(), 12))
+            .await(Duration.ofSeconds(60)).tokenIds();
+        assertThat(mapper.readTree(response.body()).at("/choices/0/text").asText()).as("completion %d", i).isEqualTo(tokenizer.decode(expected, true));
+      }
+    }
+    for (ServiceProcess p : List.of(shard0, shard1))
+      assertThat(counter(p, "moemesh_expert_frames_total{kind=\"routed\"")).as("%s computed routed experts", p.name).isPositive();
+    assertThat(counter(shared, "moemesh_expert_frames_total{kind=\"shared\"")).as("the shared service computed").isPositive();
+    assertThat(counter(shard0, "moemesh_expert_frame_failures_total")).isZero();
+  }
+
+  @Test
+  void aKilledShardFailsWhatNeedsItWithAClearErrorAndRejoinsWhenRestarted() throws Exception {
+    int[] p = prompt(77, 20);
+    var expected = IntStream.of(reference.engine().submit(GenerationRequest.of("k", p, SamplingParams.greedy(), 8))
+        .await(Duration.ofSeconds(60)).tokenIds()).boxed().toList();
+    assertThat(decodeHere("before", p)).isEqualTo(expected);
+
+    int http = shard1.httpPort, grpc = shard1.grpcPort;
+    shard1.kill();
+    long start = System.nanoTime();
+    GenerateResponse failed = lastResponse("during", p);
+    assertThat(failed.getFinishReason()).isEqualTo(FinishReason.FINISH_REASON_ERROR);
+    assertThat(failed.getError()).contains("routed shard 1");
+    assertThat(Duration.ofNanos(System.nanoTime() - start)).as("no hang").isLessThan(Duration.ofSeconds(60));
+
+    shard1 = ServiceProcess.start("expert-svc", "expert-routed-1", with(List.of("moemesh.expert.model-dir=" + model, "moemesh.expert.threads=1",
+        "moemesh.expert.num-shards=2", "moemesh.expert.redundant-slots=2", "moemesh.expert.shard=1")), http, grpc);
+    shard1.awaitReady(READY);
+    assertThat(decodeHere("after", p)).as("the restarted shard serves again, nothing else restarted").isEqualTo(expected);
+  }
+
+  private List<Integer> decodeHere(String id, int[] prompt) {
+    List<Integer> tokens = new ArrayList<>();
+    GenerateResponse last = null;
+    for (var it = generate(id, prompt); it.hasNext(); ) {
+      last = it.next();
+      last.getTokensList().forEach(t -> tokens.add(t.getTokenId()));
+    }
+    assertThat(last.getError()).isEmpty();
+    return tokens;
+  }
+
+  private GenerateResponse lastResponse(String id, int[] prompt) {
+    GenerateResponse last = null;
+    for (var it = generate(id, prompt); it.hasNext(); ) last = it.next();
+    return last;
+  }
+
+  private java.util.Iterator<GenerateResponse> generate(String id, int[] prompt) {
+    return DecodeGrpc.newBlockingStub(decodeChannel).withDeadlineAfter(120, TimeUnit.SECONDS).generate(GenerateRequest.newBuilder()
+        .setRequestId(id).addAllPromptTokenIds(IntStream.of(prompt).boxed().toList()).setMaxTokens(8)
+        .setSampling(io.moemesh.proto.common.v1.SamplingParams.getDefaultInstance()).build());
+  }
+
+  static double counter(ServiceProcess p, String prefix) throws Exception {
+    String metrics = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://localhost:" + p.httpPort + "/q/metrics")).build(),
+        HttpResponse.BodyHandlers.ofString()).body();
+    return metrics.lines().filter(l -> l.startsWith(prefix)).mapToDouble(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).sum();
+  }
+}
