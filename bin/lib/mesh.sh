@@ -5,6 +5,8 @@
 #   kv-store        HTTP 9400  gRPC 9401
 #   prefill-svc     HTTP 9200  gRPC 9201
 #   decode-svc #i   HTTP 9300+10i  gRPC 9301+10i
+#   expert-svc routed shard #i   HTTP 9500+10i  gRPC 9501+10i
+#   expert-svc shared            HTTP 9600      gRPC 9601
 #   gateway         HTTP --port (8000)
 #
 # Logs: $MOEMESH_HOME/logs/<start time>/<service>.log. `up --detach` leaves the mesh running and records its
@@ -62,9 +64,12 @@ await_mesh() {
 }
 
 cmd_up() {
-  local model='' replicas=2 port=8000 detach=0 precision=int8
+  local model='' replicas=2 port=8000 detach=0 precision=int8 shards=2 shared=remote redundant=2
   while (($#)); do
     case $1 in
+      --routed-shards) shards=${2:?--routed-shards needs a number}; shift 2 ;;
+      --shared-experts) shared=${2:?--shared-experts needs local or remote}; shift 2 ;;
+      --redundant-slots) redundant=${2:?--redundant-slots needs a number}; shift 2 ;;
       --model) model=${2:?--model needs a directory}; shift 2 ;;
       --decode-replicas) replicas=${2:?--decode-replicas needs a number}; shift 2 ;;
       --port) port=${2:?--port needs a number}; shift 2 ;;
@@ -75,6 +80,10 @@ cmd_up() {
   done
   [[ $replicas =~ ^[1-9][0-9]*$ ]] || die_usage "up: --decode-replicas must be a positive number, got '$replicas'"
   [[ $port =~ ^[0-9]+$ ]] || die_usage "up: --port must be a number, got '$port'"
+  [[ $shards =~ ^[0-9]+$ ]] || die_usage "up: --routed-shards must be a number (0: experts in the engines), got '$shards'"
+  [[ $redundant =~ ^[0-9]+$ ]] || die_usage "up: --redundant-slots must be a number, got '$redundant'"
+  [[ $shared == local || $shared == remote ]] || die_usage "up: --shared-experts must be local or remote, got '$shared'"
+  ((shards > 0)) || [[ $shared == local ]] || die_usage "up: --shared-experts remote needs --routed-shards ≥ 1"
   local pids_file
   pids_file="$(mesh_home)/run/mesh.pids"
   [[ -f $pids_file ]] && { echo "moemesh: a mesh is already running (bin/moemesh down stops it)" >&2; exit 1; }
@@ -84,6 +93,7 @@ cmd_up() {
   [[ -f $model/config.json ]] || { echo "moemesh: $model is not a checkpoint directory (no config.json)" >&2; exit 1; }
   local m
   for m in kv-store prefill-svc decode-svc gateway; do ensure_built "$m"; done
+  ((shards == 0)) || ensure_built expert-svc
 
   MESH_LOGS="$(mesh_home)/logs/$(date +%Y%m%d-%H%M%S)"
   mkdir -p "$MESH_LOGS" "$(mesh_home)/run"
@@ -96,8 +106,24 @@ cmd_up() {
   ((detach)) || trap 'stop_mesh; exit 130' INT TERM
   start_service kv-store kv-store 9400 quarkus.grpc.server.port=9401
   start_service prefill prefill-svc 9200 quarkus.grpc.server.port=9201 moemesh.prefill.kv-store=localhost:9401 "${engine[@]}"
+  # Expert parallelism: the decode replicas' MoE layers run on routed shards (+ a shared-expert service).
+  local remote=() shard_list='' expert=("moemesh.expert.model-dir=$model" "moemesh.expert.precision=$precision" \
+    "moemesh.expert.threads=1" "moemesh.expert.num-shards=$shards" "moemesh.expert.redundant-slots=$redundant")
+  for ((i = 0; i < shards; i++)); do
+    start_service "expert-routed-$i" expert-svc $((9500 + 10 * i)) quarkus.grpc.server.port=$((9501 + 10 * i)) "${expert[@]}" \
+      moemesh.expert.shard=$i
+    shard_list+="${shard_list:+,}localhost:$((9501 + 10 * i))"
+  done
+  if ((shards > 0)); then
+    remote=(moemesh.experts.routed=remote "moemesh.experts.shards=$shard_list" "moemesh.experts.redundant-slots=$redundant" \
+      "moemesh.experts.shared=$shared")
+    if [[ $shared == remote ]]; then
+      start_service expert-shared expert-svc 9600 quarkus.grpc.server.port=9601 "${expert[@]}" moemesh.expert.role=shared
+      remote+=(moemesh.experts.shared-address=localhost:9601)
+    fi
+  fi
   for ((i = 0; i < replicas; i++)); do
-    start_service "decode-$i" decode-svc $((9300 + 10 * i)) quarkus.grpc.server.port=$((9301 + 10 * i)) "${engine[@]}"
+    start_service "decode-$i" decode-svc $((9300 + 10 * i)) quarkus.grpc.server.port=$((9301 + 10 * i)) "${engine[@]}" "${remote[@]}"
     decode_list+="${decode_list:+,}localhost:$((9301 + 10 * i))"
   done
   start_service gateway gateway "$port" "moemesh.gateway.model-dir=$model" moemesh.gateway.prefill.replicas=localhost:9201 \
@@ -107,7 +133,8 @@ cmd_up() {
     exit 1
   fi
   cat <<MSG
-moemesh: the mesh is up on $(basename "$model") ($precision): gateway, prefill, ${replicas} decode replica(s), kv-store
+moemesh: the mesh is up on $(basename "$model") ($precision): gateway, prefill, ${replicas} decode replica(s), kv-store$(
+  ((shards == 0)) || echo ", $shards routed-expert shard(s) ($redundant redundant slots), shared experts $shared")
   OpenAI API   http://localhost:$port/v1
   logs         $MESH_LOGS
   try          curl -s http://localhost:$port/v1/chat/completions -H 'Content-Type: application/json' \\

@@ -119,6 +119,16 @@ class ExpertParallelMeshTest {
       assertThat(counter(p, "moemesh_expert_frames_total{kind=\"routed\"")).as("%s computed routed experts", p.name).isPositive();
     assertThat(counter(shared, "moemesh_expert_frames_total{kind=\"shared\"")).as("the shared service computed").isPositive();
     assertThat(counter(shard0, "moemesh_expert_frame_failures_total")).isZero();
+    // low-bit dispatch: INT8 hidden states + a scale per token, against the BF16 states a BF16 dispatch sends
+    double hidden = 0, scales = 0, routing = 0;
+    for (ServiceProcess p : List.of(shard0, shard1)) {
+      hidden += counter(p, "moemesh_expert_dispatch_part_bytes_total{kind=\"routed\",part=\"hidden\"");
+      scales += counter(p, "moemesh_expert_dispatch_part_bytes_total{kind=\"routed\",part=\"scales\"");
+      routing += counter(p, "moemesh_expert_dispatch_part_bytes_total{kind=\"routed\",part=\"routing\"");
+    }
+    assertThat(hidden).isPositive();
+    assertThat(routing).as("expert offsets and token indices travel too").isPositive();
+    assertThat(scales).as("one F32 scale per INT8 row").isEqualTo(hidden / 128 * 4); // tiny model: hidden size 128
   }
 
   @Test

@@ -130,6 +130,8 @@ public class ExpertHost {
         load.advance();
       }
       metrics.frame("routed", frame.getSerializedSize(), dispatch.numAssignments(), System.nanoTime() - start);
+      metrics.dispatchParts("routed", frame.getHidden().getData().size(), frame.getScales().getData().size(),
+          frame.getExpertOffsets().getData().size() + frame.getTokenIndex().getData().size());
       return CombineFrame.newBuilder().setSeq(frame.getSeq()).setOutputs(WireTensors.write(out)).build();
     } catch (RuntimeException e) {
       metrics.failed("routed");
@@ -164,6 +166,7 @@ public class ExpertHost {
         kernels.convert(wire, out);
       }
       metrics.frame("shared", frame.getSerializedSize(), hidden.dim(0), System.nanoTime() - start);
+      metrics.dispatchParts("shared", frame.getHidden().getData().size(), frame.getScales().getData().size(), 0);
       return CombineFrame.newBuilder().setSeq(frame.getSeq()).setOutputs(WireTensors.write(wire)).build();
     } catch (RuntimeException e) {
       metrics.failed("shared");

@@ -6,7 +6,11 @@ import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.inject.Inject;
 import java.util.concurrent.TimeUnit;
 
-/** {@code moemesh_expert_*} on /q/metrics: frames, dispatch bytes and rows, compute latency, failures. */
+/**
+ * {@code moemesh_expert_*} on /q/metrics: frames, dispatch bytes (by part: hidden states, their scales, the
+ * routing — so a BF16 dispatch's size, {@code 2·hidden + routing}, can be set against it), rows, compute
+ * latency, failures.
+ */
 @ApplicationScoped
 public class ExpertMetrics {
   @Inject MeterRegistry registry;
@@ -17,6 +21,13 @@ public class ExpertMetrics {
     registry.counter("moemesh_expert_rows_total", "kind", kind).increment(rows);
     Timer.builder("moemesh_expert_compute_seconds").tag("kind", kind).publishPercentileHistogram()
         .register(registry).record(nanos, TimeUnit.NANOSECONDS);
+  }
+
+  /** The parts of a dispatch frame's tensor payload, in bytes. */
+  void dispatchParts(String kind, long hidden, long scales, long routing) {
+    registry.counter("moemesh_expert_dispatch_part_bytes_total", "kind", kind, "part", "hidden").increment(hidden);
+    registry.counter("moemesh_expert_dispatch_part_bytes_total", "kind", kind, "part", "scales").increment(scales);
+    registry.counter("moemesh_expert_dispatch_part_bytes_total", "kind", kind, "part", "routing").increment(routing);
   }
 
   void failed(String kind) {
