@@ -23,6 +23,15 @@ public record DecoderLayer(Tensor attnNorm, Mla attention, Tensor ffnNorm, Mlp d
   /** Updates the residual stream {@code x (T, dim)} in place. */
   public void forward(Kernels k, Tensor x, ForwardBatch batch, Tensor positions, RopeTable rope, LatentKvCache cache,
       ExpertBackend experts, float eps, TensorArena scratch) {
+    start(k, x, batch, positions, rope, cache, experts, eps, scratch).finish();
+  }
+
+  /**
+   * {@link #forward} up to the experts' dispatch: attention (its KV written to the cache) and the FFN's start;
+   * finishing the returned work adds the FFN's output to {@code x}. A dense FFN is computed here, at the start.
+   */
+  public ExpertBackend.Pending start(Kernels k, Tensor x, ForwardBatch batch, Tensor positions, RopeTable rope, LatentKvCache cache,
+      ExpertBackend experts, float eps, TensorArena scratch) {
     int T = batch.numRows(), dim = x.dim(1);
     Tensor normed = scratch.allocate(DType.F32, T, dim);
     Tensor delta = scratch.allocate(DType.F32, T, dim);
@@ -30,8 +39,13 @@ public record DecoderLayer(Tensor attnNorm, Mla attention, Tensor ffnNorm, Mlp d
     attention.forward(k, delta, normed, batch, positions, rope, cache, scratch);
     k.add(x, x, delta);
     k.rmsNorm(normed, x, ffnNorm, eps);
-    if (moe != null) moe.forward(k, delta, normed, experts, scratch);
+    ExpertBackend.Pending ffn = ExpertBackend.Pending.DONE;
+    if (moe != null) ffn = moe.start(k, delta, normed, experts, scratch);
     else dense.apply(k, delta, normed, scratch);
-    k.add(x, x, delta);
+    ExpertBackend.Pending pending = ffn;
+    return () -> {
+      pending.finish();
+      k.add(x, x, delta);
+    };
   }
 }

@@ -106,6 +106,75 @@ public final class DeepseekModel implements AutoCloseable {
     return logits(kernels, h, batch.logitRows(), norm, head, config.rmsNormEps(), scratch);
   }
 
+  /**
+   * How a forward pass splits into two micro-batches: rows {@code [0, splitRow)} and {@code [splitRow, numRows)},
+   * whole sequence chunks each (e.g. at {@link ForwardBatch#microBatchSplit()}).
+   *
+   * @param secondScratch where the second micro-batch's per-layer temporaries live (a workspace the caller
+   *     rewinds with the pass's own); the first micro-batch's, and the results, live in the pass's scratch
+   */
+  public record MicroBatches(int splitRow, TensorArena secondScratch) {}
+
+  /**
+   * As {@link #forward(ForwardBatch, LatentKvCache, ExpertBackend, LayerObserver, TensorArena)}, in two
+   * micro-batches whose layers interleave (DeepSeek's dual micro-batch overlap), so each one's wait on its
+   * experts hides behind the other's attention:
+   * <pre>
+   *   attn₀(0) dispatch₀(0) │ attn₁(i) dispatch₁(i)  combine₀(i)  attn₀(i+1) dispatch₀(i+1)  combine₁(i) │ …
+   * </pre>
+   * Every kernel is row-independent and batch-invariant and a chunk's attention sees only its own sequence, so
+   * the outputs are bit-identical to the single-batch pass. Each micro-batch releases its own temporaries per
+   * layer, in its own arena. If anything fails, the experts still at work are waited for before it is rethrown.
+   */
+  public Output forward(ForwardBatch batch, LatentKvCache cache, ExpertBackend experts, LayerObserver observer, TensorArena scratch,
+      MicroBatches micro) {
+    int rows = batch.numRows(), split = micro.splitRow();
+    if (split <= 0 || split >= rows) throw new IllegalArgumentException("micro-batch split at row " + split + " of a batch of " + rows);
+    checkPages(batch, cache);
+    ForwardBatch[] part = {batch.slice(0, split), batch.slice(split, rows)};
+    TensorArena[] arena = {scratch, micro.secondScratch()};
+    Tensor h = embed(kernels, embed, batch.tokens(), scratch);
+    Tensor[] x = {h.rows(0, split), h.rows(split, rows)};
+    Tensor[] positions = {scratch.ofInts(part[0].positions(), split), scratch.ofInts(part[1].positions(), rows - split)};
+    long[] mark = new long[2];
+    ExpertBackend.Pending[] pending = new ExpertBackend.Pending[2];
+    float eps = config.rmsNormEps();
+    try {
+      mark[0] = arena[0].mark();
+      pending[0] = layers[0].start(kernels, x[0], part[0], positions[0], rope, cache, experts, eps, arena[0]);
+      for (int i = 0; i < layers.length; i++) {
+        mark[1] = arena[1].mark();
+        pending[1] = layers[i].start(kernels, x[1], part[1], positions[1], rope, cache, experts, eps, arena[1]);
+        finish(pending, 0);
+        arena[0].release(mark[0]);
+        if (i + 1 < layers.length) {
+          mark[0] = arena[0].mark();
+          pending[0] = layers[i + 1].start(kernels, x[0], part[0], positions[0], rope, cache, experts, eps, arena[0]);
+        }
+        finish(pending, 1);
+        arena[1].release(mark[1]);
+        observer.afterLayer(i);
+      }
+    } catch (RuntimeException | Error e) {
+      for (int m = 0; m < pending.length; m++) {
+        try {
+          if (pending[m] != null) finish(pending, m);
+        } catch (RuntimeException | Error also) {
+          e.addSuppressed(also);
+        }
+      }
+      throw e;
+    }
+    return logits(kernels, h, batch.logitRows(), norm, head, eps, scratch);
+  }
+
+  /** Finishes micro-batch {@code m}'s work, and forgets it first, so a failed finish is never repeated. */
+  private static void finish(ExpertBackend.Pending[] pending, int m) {
+    ExpertBackend.Pending p = pending[m];
+    pending[m] = null;
+    p.finish();
+  }
+
   /** {@link #forward(ForwardBatch, LatentKvCache, ExpertBackend, TensorArena)} with the experts in this process. */
   public Output forward(ForwardBatch batch, LatentKvCache cache, TensorArena scratch) {
     return forward(batch, cache, localExperts, scratch);

@@ -43,6 +43,44 @@ public record ForwardBatch(int[] tokens, int[] positions, List<SequenceChunk> se
     return tokens.length;
   }
 
+  /**
+   * Rows {@code [fromRow, toRow)} as a batch of their own, rows renumbered from 0: whole sequence chunks only
+   * (a chunk is never cut, so each sequence's attention is the same), with the logit rows that fall inside.
+   */
+  public ForwardBatch slice(int fromRow, int toRow) {
+    if (fromRow < 0 || toRow > numRows() || fromRow >= toRow)
+      throw new IllegalArgumentException("rows [" + fromRow + ", " + toRow + ") of a batch of " + numRows());
+    List<SequenceChunk> inside = new java.util.ArrayList<>();
+    for (SequenceChunk s : sequences) {
+      int end = s.firstRow() + s.numRows();
+      if (end <= fromRow || s.firstRow() >= toRow) continue;
+      if (s.firstRow() < fromRow || end > toRow)
+        throw new IllegalArgumentException("rows [" + fromRow + ", " + toRow + ") cut the sequence chunk of rows [" + s.firstRow() + ", " + end + ")");
+      inside.add(new SequenceChunk(s.firstRow() - fromRow, s.numRows(), s.numPromptTokens(), s.blockTable()));
+    }
+    int[] logits = java.util.Arrays.stream(logitRows).filter(r -> r >= fromRow && r < toRow).map(r -> r - fromRow).toArray();
+    return new ForwardBatch(java.util.Arrays.copyOfRange(tokens, fromRow, toRow), java.util.Arrays.copyOfRange(positions, fromRow, toRow),
+        inside, logits);
+  }
+
+  /**
+   * Where to split this batch into two micro-batches: the boundary between sequence chunks nearest half the
+   * rows (the lower one on a tie), so no sequence is cut; 0 when the batch is a single chunk.
+   */
+  public int microBatchSplit() {
+    int best = 0;
+    long bestDistance = Long.MAX_VALUE;
+    for (SequenceChunk s : sequences) {
+      int boundary = s.firstRow(); // the first chunk's is 0: not a split
+      long distance = Math.abs(2L * boundary - numRows());
+      if (boundary > 0 && distance < bestDistance) {
+        best = boundary;
+        bestDistance = distance;
+      }
+    }
+    return best;
+  }
+
   /** One sequence's chunk with logits for its last row: the common case. */
   public static ForwardBatch single(int[] tokens, int startPosition, int numPromptTokens, int[] blockTable, boolean allLogits) {
     int[] positions = new int[tokens.length];

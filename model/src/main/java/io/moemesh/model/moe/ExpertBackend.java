@@ -27,4 +27,30 @@ public interface ExpertBackend {
     routed(k, layerId, routedOut, x, routing, scratch);
     if (sharedOut != null) shared(k, layerId, sharedOut, x, scratch);
   }
+
+  /**
+   * {@link #forward} in two halves, so the caller can compute something else (another micro-batch's attention)
+   * while the experts work: the outputs are written by the time {@link Pending#finish()} returns, and are the
+   * same bits as {@code forward}'s. Until then the caller keeps {@code routedOut}, {@code sharedOut}, {@code x}
+   * and everything allocated in {@code scratch} since the call alive, and calls {@code finish()} exactly once,
+   * on the thread that started it — also when its own work fails meanwhile, so no call is left in flight.
+   *
+   * <p>By default the experts are computed here, at the start, and {@code finish()} has nothing left to do: an
+   * in-process backend computes with the same kernels (and cores) as attention, so there is nothing to hide its
+   * time behind. A remote backend sends at the start and waits and combines at the finish.
+   */
+  default Pending start(Kernels k, int layerId, Tensor routedOut, Tensor sharedOut, Tensor x, Routing routing, TensorArena scratch) {
+    forward(k, layerId, routedOut, sharedOut, x, routing, scratch);
+    return Pending.DONE;
+  }
+
+  /** Experts at work for one MoE layer of one (micro-)batch; see {@link #start}. */
+  @FunctionalInterface
+  interface Pending {
+    /** Nothing left to wait for. */
+    Pending DONE = () -> {};
+
+    /** Waits for the experts and writes their outputs; throws, as {@link #forward} would, if they failed. */
+    void finish();
+  }
 }

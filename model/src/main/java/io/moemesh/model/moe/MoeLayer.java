@@ -27,14 +27,26 @@ public final class MoeLayer {
     this.hasShared = hasShared;
   }
 
+  /** Writes {@code ffn(x (tokens, dim))} into {@code out (tokens, dim)}. */
   public void forward(Kernels k, Tensor out, Tensor x, ExpertBackend experts, TensorArena scratch) {
-    int tokens = Math.toIntExact(x.numRows()), numExperts = gateWeight.dim(0);
+    start(k, out, x, experts, scratch).finish();
+  }
+
+  /**
+   * {@link #forward} up to the experts' dispatch: the gate runs now, the experts start
+   * ({@link ExpertBackend#start}), and {@code out} is written when the returned work is finished.
+   */
+  public ExpertBackend.Pending start(Kernels k, Tensor out, Tensor x, ExpertBackend experts, TensorArena scratch) {
+    int tokens = Math.toIntExact(x.numRows());
     Routing routing = route(k, x, scratch);
     Tensor routed = scratch.allocate(DType.F32, tokens, x.dim(1));
     Tensor shared = hasShared ? scratch.allocate(DType.F32, tokens, x.dim(1)) : null;
-    experts.forward(k, layerId, routed, shared, x, routing, scratch);
-    if (shared == null) out.copyFrom(routed);
-    else k.add(out, routed, shared);
+    ExpertBackend.Pending pending = experts.start(k, layerId, routed, shared, x, routing, scratch);
+    return () -> {
+      pending.finish();
+      if (shared == null) out.copyFrom(routed);
+      else k.add(out, routed, shared);
+    };
   }
 
   /** The gate: each token's top-k experts and their weights, regrouped by expert. */
