@@ -36,6 +36,7 @@ public final class DispatchingExperts implements ExpertBackend {
   private volatile Placement next;
   private Placement placement; // the step's; only the step thread touches it
   private long steps;          // forward passes so far: rotates the replica choice
+  private int inFlight;        // layers started and not yet finished (two with micro-batch overlap); step thread only
 
   /**
    * @param localShared the shared experts when they run next to attention, null when they are remote
@@ -85,27 +86,58 @@ public final class DispatchingExperts implements ExpertBackend {
 
   @Override
   public void forward(Kernels k, int layerId, Tensor routedOut, Tensor sharedOut, Tensor x, Routing routing, TensorArena scratch) {
-    if (layerId == firstMoeLayer) {
+    start(k, layerId, routedOut, sharedOut, x, routing, scratch).finish();
+  }
+
+  /**
+   * Sends the layer's dispatches (and the shared experts' call, or computes them here meanwhile); finishing the
+   * returned work waits for the answers and combines them in routing order. The step's first MoE layer adopts a
+   * new placement only when nothing is in flight, so a second micro-batch's first layer keeps the first's.
+   */
+  @Override
+  public Pending start(Kernels k, int layerId, Tensor routedOut, Tensor sharedOut, Tensor x, Routing routing, TensorArena scratch) {
+    if (layerId == firstMoeLayer && inFlight == 0) {
       placement = next;
       steps++;
     }
     Hidden h = quantize(k, x, scratch);
     CompletableFuture<ExpertOutputs> remoteShared = sharedOut != null && localShared == null
         ? transport.shared(layerId, h.states, h.scales) : null;
-    int assignments = routing.tokenRows().length;
     ShardPlan[] plans = plan(layerId, routing, Math.toIntExact(x.numRows()));
     @SuppressWarnings("unchecked")
     CompletableFuture<ExpertOutputs>[] calls = new CompletableFuture[plans.length];
     for (int s = 0; s < plans.length; s++)
       if (plans[s] != null) calls[s] = transport.routed(s, plans[s].dispatch(layerId, placement.version(), h, scratch));
     if (sharedOut != null && localShared != null) localShared.shared(k, layerId, sharedOut, x, scratch); // overlaps the dispatch
+    inFlight++;
+    var sent = new Sent(layerId, routedOut, sharedOut, routing, plans, calls, remoteShared);
+    return new Pending() {
+      private boolean finished;
+
+      @Override
+      public void finish() {
+        if (finished) throw new IllegalStateException("layer " + layerId + "'s experts were already finished");
+        finished = true;
+        inFlight--;
+        combine(k, sent, scratch);
+      }
+    };
+  }
+
+  /** One layer's calls in flight, of one (micro-)batch: {@code remoteShared} is null without remote shared experts. */
+  private record Sent(int layerId, Tensor routedOut, Tensor sharedOut, Routing routing, ShardPlan[] plans,
+      CompletableFuture<ExpertOutputs>[] calls, CompletableFuture<ExpertOutputs> remoteShared) {}
+
+  /** Waits for every shard and adds their outputs in routing order; then the remote shared experts' output. */
+  private void combine(Kernels k, Sent sent, TensorArena scratch) {
+    int assignments = sent.routing.tokenRows().length;
     if (assignments > 0) {
-      Tensor y = scratch.allocate(DType.F32, assignments, x.dim(1));
-      for (int s = 0; s < plans.length; s++)
-        if (plans[s] != null) place(k, y, await(calls[s], "routed shard " + s, layerId), plans[s].globalIndex, scratch);
-      k.scatterAdd(routedOut, y, scratch.ofInts(routing.tokenRows(), assignments), scratch.ofFloats(routing.weights(), assignments));
+      Tensor y = scratch.allocate(DType.F32, assignments, sent.routedOut.dim(1));
+      for (int s = 0; s < sent.plans.length; s++)
+        if (sent.plans[s] != null) place(k, y, await(sent.calls[s], "routed shard " + s, sent.layerId), sent.plans[s].globalIndex, scratch);
+      k.scatterAdd(sent.routedOut, y, scratch.ofInts(sent.routing.tokenRows(), assignments), scratch.ofFloats(sent.routing.weights(), assignments));
     }
-    if (remoteShared != null) readInto(k, sharedOut, await(remoteShared, "the shared experts", layerId), scratch);
+    if (sent.remoteShared != null) readInto(k, sent.sharedOut, await(sent.remoteShared, "the shared experts", sent.layerId), scratch);
   }
 
   private record Hidden(Tensor states, Tensor scales) {}
