@@ -16,6 +16,12 @@ import java.util.Map;
  * Runs a step's chunks through a {@link DeepseekModel} in one forward pass — prompt chunks and decode tokens
  * of many requests together, so the MoE layers see every token of the step at once — then samples each
  * request that reached its last token from its own logits row.
+ *
+ * <p>A step of at least {@code microBatchThreshold} tokens runs as two micro-batches of whole requests whose
+ * layers interleave, so each one's wait on its experts hides behind the other's attention
+ * ({@link DeepseekModel#forward(ForwardBatch, LatentKvCache, ExpertBackend, DeepseekModel.LayerObserver, TensorArena,
+ * DeepseekModel.MicroBatches)}); the tokens and logits are the same bits either way. Smaller steps run as one
+ * batch: there the overlap costs more than it hides.
  */
 public final class DeepseekRunner implements ModelRunner {
   /** Sees every logits row the runner samples from (tests, diagnostics); called on the step thread. */
@@ -23,21 +29,38 @@ public final class DeepseekRunner implements ModelRunner {
     void onLogits(String requestId, int position, float[] logits);
   }
 
+  /** Tokens per step from which steps run as two overlapped micro-batches, unless configured otherwise. */
+  public static final int DEFAULT_MICRO_BATCH_THRESHOLD = 64;
+
   private final DeepseekModel model;
   private final ExpertBackend experts;
+  private final int microBatchThreshold; // 0: never split
   private final TensorArena cacheArena = TensorArena.open();
   private final TensorArena scratch = TensorArena.workspace(); // one step's temporaries, rewound every step
+  private final TensorArena secondScratch; // the second micro-batch's layer temporaries; null when never split
   private final LatentKvCache cache;
   private final KvConnector connector;
   private final LogitsObserver observer;
   private boolean closed;
 
-  public DeepseekRunner(DeepseekModel model, ExpertBackend experts, KvCacheConfig kv, KvConnector connector, LogitsObserver observer) {
+  /**
+   * @param microBatchThreshold tokens per step at or above which a step runs as two overlapped micro-batches;
+   *     0 never splits
+   */
+  public DeepseekRunner(DeepseekModel model, ExpertBackend experts, KvCacheConfig kv, KvConnector connector, LogitsObserver observer,
+      int microBatchThreshold) {
+    if (microBatchThreshold < 0) throw new IllegalArgumentException("the micro-batch threshold must be ≥ 0 (0 = off), got " + microBatchThreshold);
     this.model = model;
     this.experts = experts;
+    this.microBatchThreshold = microBatchThreshold;
+    this.secondScratch = microBatchThreshold > 0 ? TensorArena.workspace() : null;
     this.cache = model.newCache(cacheArena, kv.numPages(), kv.pageSize());
     this.connector = connector;
     this.observer = observer;
+  }
+
+  public DeepseekRunner(DeepseekModel model, ExpertBackend experts, KvCacheConfig kv, KvConnector connector, LogitsObserver observer) {
+    this(model, experts, kv, connector, observer, DEFAULT_MICRO_BATCH_THRESHOLD);
   }
 
   public DeepseekRunner(DeepseekModel model, ExpertBackend experts, KvCacheConfig kv, LogitsObserver observer) {
@@ -52,7 +75,15 @@ public final class DeepseekRunner implements ModelRunner {
   public RunnerOutput execute(SchedulerOutput plan) {
     ForwardBatch batch = batchOf(plan.chunks());
     scratch.reset();
-    Tensor logits = model.forward(batch, cache, experts, exporter(plan.chunks()), scratch).logits();
+    int split = microBatchSplit(batch, microBatchThreshold);
+    Tensor logits;
+    if (split == 0) {
+      logits = model.forward(batch, cache, experts, exporter(plan.chunks()), scratch).logits();
+    } else {
+      secondScratch.reset();
+      var micro = new DeepseekModel.MicroBatches(split, secondScratch);
+      logits = model.forward(batch, cache, experts, exporter(plan.chunks()), scratch, micro).logits();
+    }
     Map<String, SampledToken> sampled = new HashMap<>();
     Map<String, String> failed = new HashMap<>();
     int row = 0;
@@ -110,6 +141,11 @@ public final class DeepseekRunner implements ModelRunner {
     };
   }
 
+  /** Where {@code batch} splits into two micro-batches under {@code threshold}: 0 (one batch) below it, when off, or for one request. */
+  static int microBatchSplit(ForwardBatch batch, int threshold) {
+    return threshold > 0 && batch.numRows() >= threshold ? batch.microBatchSplit() : 0;
+  }
+
   static ForwardBatch batchOf(List<ScheduledChunk> chunks) {
     int rows = chunks.stream().mapToInt(ScheduledChunk::numTokens).sum();
     int[] tokens = new int[rows], positions = new int[rows];
@@ -135,6 +171,7 @@ public final class DeepseekRunner implements ModelRunner {
     if (closed) return;
     closed = true;
     scratch.close();
+    if (secondScratch != null) secondScratch.close();
     cacheArena.close();
   }
 }

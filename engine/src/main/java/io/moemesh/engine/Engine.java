@@ -54,8 +54,17 @@ public final class Engine implements AutoCloseable {
   /** An engine whose MoE layers reach their experts through {@code experts} (in this process or on expert services). */
   public static Engine create(DeepseekModel model, ExpertBackend experts, SchedulerConfig scheduler, KvCacheConfig kv,
       KvConnector connector, DeepseekRunner.LogitsObserver observer) {
+    return create(model, experts, scheduler, kv, connector, observer, DeepseekRunner.DEFAULT_MICRO_BATCH_THRESHOLD);
+  }
+
+  /**
+   * As {@link #create(DeepseekModel, ExpertBackend, SchedulerConfig, KvCacheConfig, KvConnector, DeepseekRunner.LogitsObserver)},
+   * with steps of at least {@code microBatchThreshold} tokens run as two overlapped micro-batches (0: never).
+   */
+  public static Engine create(DeepseekModel model, ExpertBackend experts, SchedulerConfig scheduler, KvCacheConfig kv,
+      KvConnector connector, DeepseekRunner.LogitsObserver observer, int microBatchThreshold) {
     var manager = new KvCacheManager(kv.numPages(), kv.pageSize(), model.modelId(), kv.prefixCaching());
-    var runner = new DeepseekRunner(model, experts, kv, connector, observer);
+    var runner = new DeepseekRunner(model, experts, kv, connector, observer, microBatchThreshold);
     var core = new EngineCore(new Scheduler(scheduler, manager, ModelLimits.of(model.config())), runner, manager, connector);
     return new Engine(core, "engine-step");
   }

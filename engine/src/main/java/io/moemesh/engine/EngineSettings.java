@@ -13,9 +13,11 @@ import java.util.function.Function;
  * it schedules. The services fill it from their configuration; the CLI from its flags.
  *
  * @param kvCacheBytes memory for latent-KV pages (all layers); the page count follows from the model
+ * @param microBatchThreshold tokens per step at or above which a step runs as two overlapped micro-batches
+ *     (see {@link DeepseekRunner}); 0 = never
  */
 public record EngineSettings(Path modelDir, Precision precision, KernelBackend kernels, int threads, long kvCacheBytes,
-    int pageSize, boolean prefixCaching, SchedulerConfig scheduler) {
+    int pageSize, boolean prefixCaching, SchedulerConfig scheduler, int microBatchThreshold) {
 
   public EngineSettings {
     Objects.requireNonNull(modelDir, "modelDir");
@@ -25,6 +27,13 @@ public record EngineSettings(Path modelDir, Precision precision, KernelBackend k
     if (threads < 1) throw new IllegalArgumentException("threads must be ≥ 1, got " + threads);
     if (kvCacheBytes < 1) throw new IllegalArgumentException("the KV cache needs memory, got " + kvCacheBytes + " bytes");
     if (pageSize < 1) throw new IllegalArgumentException("a KV page holds at least one token, got " + pageSize);
+    if (microBatchThreshold < 0) throw new IllegalArgumentException("the micro-batch threshold must be ≥ 0 (0 = off), got " + microBatchThreshold);
+  }
+
+  /** Settings with the default micro-batch threshold ({@link DeepseekRunner#DEFAULT_MICRO_BATCH_THRESHOLD}). */
+  public EngineSettings(Path modelDir, Precision precision, KernelBackend kernels, int threads, long kvCacheBytes, int pageSize,
+      boolean prefixCaching, SchedulerConfig scheduler) {
+    this(modelDir, precision, kernels, threads, kvCacheBytes, pageSize, prefixCaching, scheduler, DeepseekRunner.DEFAULT_MICRO_BATCH_THRESHOLD);
   }
 
   /**
@@ -42,6 +51,9 @@ public record EngineSettings(Path modelDir, Precision precision, KernelBackend k
    *   max-running-requests    64
    *   policy                  fcfs          fcfs | priority
    *   length-buckets          true
+   *   micro-batch-threshold   64            tokens per step from which a step runs as two overlapped
+   *                                         micro-batches (each one's expert wait behind the other's
+   *                                         attention); 0 = never
    * </pre>
    *
    * @throws IllegalArgumentException naming the key and the bad value
@@ -60,7 +72,14 @@ public record EngineSettings(Path modelDir, Precision precision, KernelBackend k
         parse(at, prefix, "kv-cache-memory", "512M", EngineSettings::bytes),
         integer(at, prefix, "page-size", 16),
         parse(at, prefix, "prefix-caching", "true", EngineSettings::bool),
-        scheduler);
+        scheduler,
+        parse(at, prefix, "micro-batch-threshold", String.valueOf(DeepseekRunner.DEFAULT_MICRO_BATCH_THRESHOLD), EngineSettings::nonNegative));
+  }
+
+  private static int nonNegative(String v) {
+    int n = Integer.parseInt(v);
+    if (n < 0) throw new IllegalArgumentException("must be ≥ 0 (0 = off)");
+    return n;
   }
 
   private static int integer(Function<String, Optional<String>> at, String prefix, String key, int fallback) {

@@ -23,15 +23,18 @@ class EngineSettingsTest {
     assertThat(s.kernels()).isEqualTo(KernelBackend.NATIVE);
     assertThat(s.kvCacheBytes()).isEqualTo(512L << 20);
     assertThat(s.scheduler()).isEqualTo(SchedulerConfig.defaults());
+    assertThat(s.microBatchThreshold()).isEqualTo(64);
   }
 
   @Test
   void readsEveryKey() {
-    var s = read(Map.of("e.model-dir", "/m", "e.precision", "bf16", "e.threads", "3", "e.kv-cache-memory", "2G",
+    var config = new java.util.HashMap<>(Map.of("e.model-dir", "/m", "e.precision", "bf16", "e.threads", "3", "e.kv-cache-memory", "2G",
         "e.page-size", "32", "e.prefix-caching", "false", "e.max-batched-tokens", "512", "e.max-running-requests", "8",
         "e.policy", "priority", "e.length-buckets", "false"));
+    config.put("e.micro-batch-threshold", "0");
+    var s = read(config);
     assertThat(s).isEqualTo(new EngineSettings(Path.of("/m"), Precision.BF16, KernelBackend.NATIVE, 3, 2L << 30, 32, false,
-        new SchedulerConfig(512, 8, SchedulerConfig.Policy.PRIORITY, false)));
+        new SchedulerConfig(512, 8, SchedulerConfig.Policy.PRIORITY, false), 0));
   }
 
   @Test
@@ -43,5 +46,7 @@ class EngineSettingsTest {
         .hasMessage("e.prefix-caching: cannot use 'yes' (expected true or false)");
     assertThatThrownBy(() -> read(Map.of("e.model-dir", "/m", "e.max-batched-tokens", "0")))
         .hasMessageContaining("maxBatchedTokens must be ≥ 1");
+    assertThatThrownBy(() -> read(Map.of("e.model-dir", "/m", "e.micro-batch-threshold", "-1")))
+        .hasMessage("e.micro-batch-threshold: cannot use '-1' (must be ≥ 0 (0 = off))");
   }
 }

@@ -37,9 +37,14 @@ class EngineTest {
 
   static Run run(DeepseekModel model, ExpertBackend experts, SchedulerConfig scheduler, KvCacheConfig kv, List<GenerationRequest> requests)
       throws Exception {
+    return run(model, experts, scheduler, kv, requests, DeepseekRunner.DEFAULT_MICRO_BATCH_THRESHOLD);
+  }
+
+  static Run run(DeepseekModel model, ExpertBackend experts, SchedulerConfig scheduler, KvCacheConfig kv, List<GenerationRequest> requests,
+      int microBatchThreshold) throws Exception {
     Map<String, Map<Integer, float[]>> logits = new ConcurrentHashMap<>();
     try (Engine engine = Engine.create(model, experts, scheduler, kv, KvConnector.NONE,
-        (id, position, row) -> logits.computeIfAbsent(id, k -> new ConcurrentHashMap<>()).put(position, row))) {
+        (id, position, row) -> logits.computeIfAbsent(id, k -> new ConcurrentHashMap<>()).put(position, row), microBatchThreshold)) {
       List<RequestStream> streams = engine.submitAll(requests); // one scheduler turn sees them all: no timing luck
       Map<String, RequestStream.Completion> done = new ConcurrentHashMap<>();
       for (RequestStream s : streams) {

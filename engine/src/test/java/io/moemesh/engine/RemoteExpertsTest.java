@@ -48,6 +48,42 @@ class RemoteExpertsTest {
     }
   }
 
+  /**
+   * Two micro-batches per step (from 2 tokens on): each sends its dispatches when it starts a layer, so one's
+   * experts work while the other computes attention — and the result is still the bits of one process.
+   */
+  @ParameterizedTest
+  @EnumSource(Precision.class)
+  void overlappedMicroBatchesGiveTheBitsOfInProcessExperts(Precision precision) throws Exception {
+    var requests = EngineTest.mixedRequests();
+    var scheduler = SchedulerConfig.defaults().withMaxBatchedTokens(19);
+    var expected = EngineTest.run(TinyModel.model(precision), TinyModel.model(precision).localExperts(), scheduler, new KvCacheConfig(64, 8, true),
+        requests, 0);
+    try (var attention = attentionOnly(precision, ExpertSelection.NONE)) {
+      Placement placement = ExpertWeights.initialPlacement(attention.config(), 2, 2);
+      var shards = shards(precision, placement, i -> ExpertSelection.shard(placement, i));
+      try (var shared = ExpertWeights.load(TinyModel.checkpoint(), precision, TinyModel.kernels(), ExpertSelection.SHARED_ONLY, null)) {
+        var transport = new InProcessExpertTransport(TinyModel.kernels(), experts(shards), shared.experts());
+        var remote = new RecordingExperts(new DispatchingExperts(transport, placement, null, precision == Precision.INT8, TIMEOUT));
+        transport.beforeDispatch = n -> remote.log.add(new RecordingExperts.Event("send", -1, 0));
+        var actual = EngineTest.run(attention, remote, scheduler, new KvCacheConfig(64, 8, true), requests, 2);
+        EngineTest.assertSameTokensAndLogits(actual, expected);
+        var passes = remote.passes(MicroBatchOverlapTest.FIRST_MOE_LAYER);
+        assertThat(passes.stream().filter(RecordingExperts.Pass::overlapped).count()).as("overlapped steps").isGreaterThan(passes.size() / 2);
+        var log = List.copyOf(remote.log);
+        assertThat(IntStream.range(0, log.size()).filter(i -> log.get(i).kind().equals("send"))
+            .mapToObj(i -> lastNonSend(log, i).kind())).as("what each dispatch follows").isNotEmpty().containsOnly("start");
+      } finally {
+        for (var s : shards) s.close();
+      }
+    }
+  }
+
+  private static RecordingExperts.Event lastNonSend(List<RecordingExperts.Event> log, int i) {
+    while (log.get(i).kind().equals("send")) i--;
+    return log.get(i);
+  }
+
   @Test
   void aNewPlacementTakesEffectAtAStepBoundaryAndChangesNoToken() throws Exception {
     Precision precision = Precision.INT8;
@@ -73,6 +109,42 @@ class RemoteExpertsTest {
         assertThat(transport.sent.get(switched).layerId()).as("a step starts at the first MoE layer")
             .isEqualTo(IntStream.range(0, 99).filter(first::isMoeLayer).findFirst().orElseThrow());
         assertThat(IntStream.range(switched, versions.length).allMatch(i -> versions[i] == 1)).isTrue();
+      } finally {
+        for (var s : shards) s.close();
+      }
+    }
+  }
+
+  /** A placement arriving between the two micro-batches of a step: the second keeps the first's, the next step switches. */
+  @Test
+  void aPlacementArrivingBetweenTwoMicroBatchesWaitsForTheNextStep() throws Exception {
+    Precision precision = Precision.INT8;
+    List<GenerationRequest> requests = new ArrayList<>();
+    for (int i = 0; i < 4; i++)
+      requests.add(GenerationRequest.of("p" + i, EngineTest.randomPrompt(40 + i, 12 + 5 * i), SamplingParams.greedy().toBuilder().ignoreEos(true).build(), 8));
+    var expected = EngineTest.run(TinyModel.model(precision), EngineTest.ROOMY, new KvCacheConfig(64, 8, true), requests);
+    try (var attention = attentionOnly(precision, ExpertSelection.SHARED_ONLY)) {
+      Placement first = ExpertWeights.initialPlacement(attention.config(), 2, 0);
+      var shards = shards(precision, first, i -> ExpertSelection.ALL);
+      try {
+        var transport = new InProcessExpertTransport(TinyModel.kernels(), experts(shards), null);
+        var dispatching = new DispatchingExperts(transport, first, attention.localExperts(), true, TIMEOUT);
+        var remote = new RecordingExperts(dispatching);
+        int firstMoeLayer = MicroBatchOverlapTest.FIRST_MOE_LAYER;
+        int[] firstLayerStarts = {0};
+        remote.afterStart = e -> {
+          if (e.layerId() == firstMoeLayer && ++firstLayerStarts[0] == 5) dispatching.usePlacement(reversed(first)); // step 3, first micro-batch
+        };
+        var actual = EngineTest.run(attention, remote, EngineTest.ROOMY, new KvCacheConfig(64, 8, true), requests, 2);
+        EngineTest.assertSameTokensAndLogits(actual, expected);
+        assertThat(remote.passes(firstMoeLayer)).as("every step overlapped").allMatch(RecordingExperts.Pass::overlapped);
+        var sent = transport.sent;
+        int switched = IntStream.range(0, sent.size()).filter(i -> sent.get(i).placementVersion() == 1).findFirst().orElseThrow();
+        assertThat(IntStream.range(0, switched).filter(i -> sent.get(i).layerId() == firstMoeLayer && (i == 0 || sent.get(i - 1).layerId() != firstMoeLayer)))
+            .as("steps that began under the old placement").hasSize(3);
+        assertThat(sent.get(switched - 1).layerId()).as("the dispatch before the switch: the last MoE layer of a step, not a first micro-batch's first")
+            .isNotEqualTo(firstMoeLayer);
+        assertThat(IntStream.range(switched, sent.size()).allMatch(i -> sent.get(i).placementVersion() == 1)).isTrue();
       } finally {
         for (var s : shards) s.close();
       }
