@@ -21,7 +21,8 @@ import java.util.Map;
  * layers interleave, so each one's wait on its experts hides behind the other's attention
  * ({@link DeepseekModel#forward(ForwardBatch, LatentKvCache, ExpertBackend, DeepseekModel.LayerObserver, TensorArena,
  * DeepseekModel.MicroBatches)}); the tokens and logits are the same bits either way. Smaller steps run as one
- * batch: there the overlap costs more than it hides.
+ * batch: there the overlap costs more than it hides (each micro-batch reads the weights again). Off by default
+ * ({@link #DEFAULT_MICRO_BATCH_THRESHOLD}).
  */
 public final class DeepseekRunner implements ModelRunner {
   /** Sees every logits row the runner samples from (tests, diagnostics); called on the step thread. */
@@ -29,8 +30,12 @@ public final class DeepseekRunner implements ModelRunner {
     void onLogits(String requestId, int position, float[] logits);
   }
 
-  /** Tokens per step from which steps run as two overlapped micro-batches, unless configured otherwise. */
-  public static final int DEFAULT_MICRO_BATCH_THRESHOLD = 64;
+  /**
+   * The micro-batch threshold unless configured: 0, never split. Overlap pays only where the experts' time can
+   * hide — on expert services (e.g. 64 there, as DeepSeek splits large batches only). In-process experts compute
+   * at start with the cores attention uses, so splitting hides nothing and reads the weights once per micro-batch.
+   */
+  public static final int DEFAULT_MICRO_BATCH_THRESHOLD = 0;
 
   private final DeepseekModel model;
   private final ExpertBackend experts;

@@ -59,7 +59,8 @@ public final class Engine implements AutoCloseable {
 
   /**
    * As {@link #create(DeepseekModel, ExpertBackend, SchedulerConfig, KvCacheConfig, KvConnector, DeepseekRunner.LogitsObserver)},
-   * with steps of at least {@code microBatchThreshold} tokens run as two overlapped micro-batches (0: never).
+   * with steps of at least {@code microBatchThreshold} tokens run as two overlapped micro-batches (0: never, the
+   * default of the other factories).
    */
   public static Engine create(DeepseekModel model, ExpertBackend experts, SchedulerConfig scheduler, KvCacheConfig kv,
       KvConnector connector, DeepseekRunner.LogitsObserver observer, int microBatchThreshold) {

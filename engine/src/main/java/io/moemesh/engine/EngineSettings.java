@@ -51,9 +51,10 @@ public record EngineSettings(Path modelDir, Precision precision, KernelBackend k
    *   max-running-requests    64
    *   policy                  fcfs          fcfs | priority
    *   length-buckets          true
-   *   micro-batch-threshold   64            tokens per step from which a step runs as two overlapped
+   *   micro-batch-threshold   0             tokens per step from which a step runs as two overlapped
    *                                         micro-batches (each one's expert wait behind the other's
-   *                                         attention); 0 = never
+   *                                         attention); 0 = never. For remote experts, e.g. 64; with
+   *                                         in-process experts it only costs
    * </pre>
    *
    * @throws IllegalArgumentException naming the key and the bad value

@@ -23,7 +23,7 @@ class EngineSettingsTest {
     assertThat(s.kernels()).isEqualTo(KernelBackend.NATIVE);
     assertThat(s.kvCacheBytes()).isEqualTo(512L << 20);
     assertThat(s.scheduler()).isEqualTo(SchedulerConfig.defaults());
-    assertThat(s.microBatchThreshold()).isEqualTo(64);
+    assertThat(s.microBatchThreshold()).as("off").isZero();
   }
 
   @Test
@@ -31,10 +31,10 @@ class EngineSettingsTest {
     var config = new java.util.HashMap<>(Map.of("e.model-dir", "/m", "e.precision", "bf16", "e.threads", "3", "e.kv-cache-memory", "2G",
         "e.page-size", "32", "e.prefix-caching", "false", "e.max-batched-tokens", "512", "e.max-running-requests", "8",
         "e.policy", "priority", "e.length-buckets", "false"));
-    config.put("e.micro-batch-threshold", "0");
+    config.put("e.micro-batch-threshold", "64");
     var s = read(config);
     assertThat(s).isEqualTo(new EngineSettings(Path.of("/m"), Precision.BF16, KernelBackend.NATIVE, 3, 2L << 30, 32, false,
-        new SchedulerConfig(512, 8, SchedulerConfig.Policy.PRIORITY, false), 0));
+        new SchedulerConfig(512, 8, SchedulerConfig.Policy.PRIORITY, false), 64));
   }
 
   @Test
