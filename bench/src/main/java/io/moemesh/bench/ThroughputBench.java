@@ -4,6 +4,7 @@ import io.moemesh.engine.DeepseekRunner;
 import io.moemesh.engine.EngineCore;
 import io.moemesh.engine.GenerationRequest;
 import io.moemesh.engine.KvCacheConfig;
+import io.moemesh.engine.KvConnector;
 import io.moemesh.engine.ModelLimits;
 import io.moemesh.engine.ModelRunner;
 import io.moemesh.engine.RequestOutput;
@@ -32,7 +33,8 @@ import java.util.SplittableRandom;
  *   roofline tokens/s = B · triad bandwidth ÷ (dense weights + distinct routed experts the step's tokens pick
  *                                             + the KV every sequence reads)
  * </pre>
- * averaged over the steps where all B requests decode together.
+ * averaged over the steps where all B requests decode together. {@code --micro-batch-threshold T} runs steps of at
+ * least T tokens as two overlapped micro-batches (0 = never; default as the engine's).
  */
 public final class ThroughputBench {
   private ThroughputBench() {}
@@ -46,6 +48,8 @@ public final class ThroughputBench {
     int outputLen = positive("--output-len", option(args, "--output-len", "128"));
     int threads = positive("--threads", option(args, "--threads", String.valueOf(Runtime.getRuntime().availableProcessors())));
     String json = option(args, "--json", null);
+    int microBatchThreshold = nonNegative("--micro-batch-threshold",
+        option(args, "--micro-batch-threshold", String.valueOf(DeepseekRunner.DEFAULT_MICRO_BATCH_THRESHOLD)));
     Path dir = model != null ? Path.of(model) : DemoModels.ensure("bench");
     if (outputLen < 2) throw new IllegalArgumentException("--output-len must be at least 2 (decode needs a second token)");
 
@@ -53,10 +57,11 @@ public final class ThroughputBench {
     List<Measurement> results = new ArrayList<>();
     try (var kernels = NativeKernels.create(threads); var triad = new StreamTriad();
         DeepseekModel m = DeepseekModel.load(dir, precision, kernels, DemoModels.progress("loading"))) {
-      String shape = dir.getFileName() + " " + precision.name().toLowerCase() + ", in " + inputLen + ", out " + outputLen;
+      String shape = dir.getFileName() + " " + precision.name().toLowerCase() + ", in " + inputLen + ", out " + outputLen
+          + ", micro-batches from " + (microBatchThreshold == 0 ? "never" : microBatchThreshold + " tokens");
       for (int b : batches) {
         double bandwidth = triad.bytesPerPass() / triad.bestSeconds(threads, 8, 2) / 1e9;
-        Result r = measure(m, b, inputLen, outputLen, progress);
+        Result r = measure(m, b, inputLen, outputLen, microBatchThreshold, progress);
         double roofline = b * bandwidth * 1e9 / r.bytesPerDecodeStep();
         results.add(new Measurement("triad", StreamTriad.shape(), threads, bandwidth, "GB/s", null, null, "best of 8"));
         results.add(new Measurement("decode_b" + b, shape, threads, r.decodeTokensPerSecond(), "tok/s",
@@ -78,12 +83,12 @@ public final class ThroughputBench {
       int decodeSteps) {}
 
   /** A warm-up run (JIT, workspace) and a measured run of {@code batch} requests, on one runner. */
-  static Result measure(DeepseekModel model, int batch, int inputLen, int outputLen, Progress progress) {
+  static Result measure(DeepseekModel model, int batch, int inputLen, int outputLen, int microBatchThreshold, Progress progress) {
     int pageSize = 16, pagesPerRequest = (inputLen + outputLen + pageSize - 1) / pageSize;
     var kvConfig = new KvCacheConfig(batch * pagesPerRequest + 1, pageSize, false);
     var experts = new CountingExperts(model.localExperts());
     long kvBytesPerToken = (long) model.config().latentDim() * model.precision().kvCacheDType().byteSize() * model.config().numHiddenLayers();
-    try (var runner = new DeepseekRunner(model, experts, kvConfig, null)) {
+    try (var runner = new DeepseekRunner(model, experts, kvConfig, KvConnector.NONE, null, microBatchThreshold)) {
       run(model, new TimedRunner(runner, experts, batch, kvBytesPerToken), kvConfig, batch, Math.min(inputLen, 128), Math.min(outputLen, 8), null);
       return run(model, new TimedRunner(runner, experts, batch, kvBytesPerToken), kvConfig, batch, inputLen, outputLen, progress);
     }
@@ -170,6 +175,16 @@ public final class ThroughputBench {
       return v;
     } catch (NumberFormatException e) {
       throw new IllegalArgumentException(name + " must be a positive integer, got '" + value + "'");
+    }
+  }
+
+  private static int nonNegative(String name, String value) {
+    try {
+      int v = Integer.parseInt(value.trim());
+      if (v < 0) throw new IllegalArgumentException(name + " must be at least 0, got " + v);
+      return v;
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException(name + " must be a non-negative integer, got '" + value + "'");
     }
   }
 
