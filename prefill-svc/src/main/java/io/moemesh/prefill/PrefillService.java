@@ -27,7 +27,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
 /**
  * Prefill over gRPC: opens the prompt's object in kv-store, runs the request in prefill role (each layer of
  * each chunk streams to the store as it is computed), commits the object and answers with the ticket and the
- * first token. A cancelled call aborts the request and revokes the object.
+ * first token. A cancelled call aborts the request and revokes the object (or, if it was committed meanwhile,
+ * releases it: the ticket would reach nobody).
  */
 @GrpcService
 public class PrefillService implements Prefill {
@@ -56,32 +57,43 @@ public class PrefillService implements Prefill {
           .mapToInt(Integer::intValue).toArray(), layout.getPageSize(), spec.numPromptTokens() / layout.getPageSize()),
           dtype == DType.BF16 ? io.moemesh.proto.common.v1.DType.DTYPE_BF16 : io.moemesh.proto.common.v1.DType.DTYPE_F32, dtype.byteSize());
       var settled = new AtomicBoolean();
-      Runnable cancel = () -> {
-        if (settled.compareAndSet(false, true)) { // cancelled before the engine finished
-          loaded.engine().abort(spec.id());
-          store.revoke(spec.id(), "prefill cancelled");
-        }
-      };
-      emitter.onTermination(cancel);
-      call.addListener(context -> cancel.run(), Runnable::run);
       try {
         loaded.engine().submit(spec, metrics.timed(out -> {
-          if (out.finished() && settled.compareAndSet(false, true)) finish(spec, layout, out, emitter);
+          if (out.finished() && settled.compareAndSet(false, true)) finish(spec, layout, out, emitter, call);
         }));
       } catch (IllegalArgumentException e) {
         settled.set(true);
         store.revoke(spec.id(), e.getMessage());
         emitter.fail(Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException());
+        return;
       }
+      onCancel(call, emitter, () -> {
+        if (settled.compareAndSet(false, true)) { // cancelled before the engine finished
+          loaded.engine().abort(spec.id());
+          store.revoke(spec.id(), "prefill cancelled");
+        }
+      });
     });
   }
 
-  private void finish(GenerationRequest spec, KvLayout layout, RequestOutput out, UniEmitter<? super PrefillResponse> emitter) {
+  /**
+   * Runs {@code cancel} when the call is cancelled or the Uni terminates. Registered after the submit: a call
+   * cancelled before then runs it at once, so the abort reaches the engine after the request (an abort queued
+   * before it would be a no-op, and the request would run for nobody).
+   */
+  private static void onCancel(io.grpc.Context call, UniEmitter<?> emitter, Runnable cancel) {
+    emitter.onTermination(cancel);
+    call.addListener(context -> cancel.run(), Runnable::run);
+  }
+
+  private void finish(GenerationRequest spec, KvLayout layout, RequestOutput out, UniEmitter<? super PrefillResponse> emitter,
+      io.grpc.Context call) {
     switch (out.status()) {
       case FINISHED_LENGTH -> store.commit(spec.id()).whenComplete((put, error) -> {
         if (error != null)
           emitter.fail(Status.UNAVAILABLE.withDescription("kv-store " + store.storeAddress() + " did not take the prompt's KV: "
               + Status.fromThrowable(error)).asRuntimeException());
+        else if (call.isCancelled()) store.release(put.getKey()); // the caller left: nobody gets the ticket
         else emitter.complete(response(spec, out).setTicket(ticket(spec, layout, put)).build());
       });
       case FINISHED_STOPPED -> { // the first token ends the request: nothing for a decode replica to do

@@ -23,10 +23,11 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 
-/** A kv-store that records every put frame (served by the test app; kv-store itself is tested in its module). */
+/** A kv-store that records every put frame and release (served by the test app; kv-store itself is tested in its module). */
 @GrpcService
 public class FakeKvStore implements KvStore {
   static final Map<String, List<PutFrame>> FRAMES = new ConcurrentHashMap<>();
+  static final java.util.Set<String> RELEASED = ConcurrentHashMap.newKeySet();
 
   @Override
   public Uni<PutResponse> put(Multi<PutFrame> frames) {
@@ -51,7 +52,8 @@ public class FakeKvStore implements KvStore {
 
   @Override
   public Uni<ReleaseResponse> release(ReleaseRequest request) {
-    return Uni.createFrom().failure(Status.UNIMPLEMENTED.asRuntimeException());
+    RELEASED.add(request.getKey());
+    return Uni.createFrom().item(ReleaseResponse.getDefaultInstance());
   }
 
   @Override
