@@ -21,7 +21,8 @@ import org.eclipse.microprofile.config.inject.ConfigProperty;
 
 /**
  * Decode over gRPC: adapts the wire to the engine and back, nothing else. Tokens go out as the engine's step
- * loop produces them (the emitter is thread-safe); a cancelled call aborts the request in whatever state.
+ * loop produces them (the emitter is thread-safe); a cancelled call aborts the request in whatever state, and
+ * a ticket whose KV was not loaded yet is given up (the load cancelled, the object released).
  */
 @GrpcService
 public class DecodeService implements Decode {
@@ -44,16 +45,18 @@ public class DecodeService implements Decode {
       }
       var engine = host.engine();
       if (request.hasTicket()) connector.expect(spec.id(), request.getTicket());
-      emitter.onTermination(() -> {
-        engine.abort(spec.id()); // a no-op once finished
-        connector.forget(spec.id());
-      });
       try {
         engine.submit(spec, metrics.timed(output -> emit(emitter, output)));
       } catch (IllegalArgumentException e) {
-        connector.forget(spec.id());
+        connector.abandon(spec.id());
         emitter.fail(Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException());
+        return;
       }
+      // after the submit: a call cancelled before it runs this at once, so the abort follows the request in
+      emitter.onTermination(() -> {
+        engine.abort(spec.id()); // a no-op once finished
+        connector.abandon(spec.id());
+      });
     });
   }
 

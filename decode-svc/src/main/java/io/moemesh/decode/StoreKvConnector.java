@@ -1,8 +1,11 @@
 package io.moemesh.decode;
 
+import io.grpc.Context;
 import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
 import io.grpc.Status;
+import io.grpc.stub.ClientCallStreamObserver;
+import io.grpc.stub.ClientResponseObserver;
 import io.grpc.stub.StreamObserver;
 import io.moemesh.engine.KvConnector;
 import io.moemesh.kernels.DType;
@@ -15,32 +18,70 @@ import io.moemesh.proto.kvstore.v1.ReleaseResponse;
 import io.moemesh.proto.prefill.v1.KvTicket;
 import jakarta.annotation.PreDestroy;
 import jakarta.enterprise.context.ApplicationScoped;
+import java.time.Duration;
+import java.time.InstantSource;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
+import org.eclipse.microprofile.config.inject.ConfigProperty;
 import org.jboss.logging.Logger;
 
 /**
  * The decode role's side of KV transfer: for a request admitted with a ticket, pulls the object from the
  * kv-store named in the ticket layer by layer (each frame lands in the request's reserved pages as it
- * arrives), checks that every layer's every token came, then releases the object.
+ * arrives), checks that every layer's every token came, then releases the object. While the request waits
+ * to be admitted, the object's lease is extended ({@link LeaseKeeper}); a request that ends before its load
+ * did ({@link #abandon}) cancels the load and releases the object, so nothing waits for its lease to end.
  */
 @ApplicationScoped
 public class StoreKvConnector implements KvConnector {
   private static final Logger LOG = Logger.getLogger(StoreKvConnector.class);
   private static final long LOAD_DEADLINE_SECONDS = 60;
-  private final Map<String, KvTicket> tickets = new ConcurrentHashMap<>();
+  private final Map<String, Transfer> transfers = new ConcurrentHashMap<>(); // expected or loading, by request id
   private final Map<String, ManagedChannel> channels = new ConcurrentHashMap<>();
+  private volatile LeaseKeeper leases;
 
-  /** Remembers the ticket of a request about to be submitted with a KV import. */
-  void expect(String requestId, KvTicket ticket) {
-    tickets.put(requestId, ticket);
+  /** The lease a waiting request's object gets each time it is extended (every half of it); at most kv-store's max-lease. */
+  @ConfigProperty(name = "moemesh.decode.kv-lease-extension", defaultValue = "30s")
+  Duration leaseExtension;
+
+  /** One ticket's way into the engine: expected (its lease kept), then loading, until loaded or abandoned. */
+  private static final class Transfer {
+    final KvTicket ticket;
+    LeaseKeeper.Lease lease; // guarded by this
+    ClientCallStreamObserver<GetRequest> get; // guarded by this: the load's Get, once started
+    boolean abandoned; // guarded by this
+
+    Transfer(KvTicket ticket) {
+      this.ticket = ticket;
+    }
   }
 
-  /** Drops a request's ticket if its KV was never loaded (finished or aborted first). */
-  void forget(String requestId) {
-    tickets.remove(requestId);
+  /** Remembers the ticket of a request about to be submitted with a KV import, and keeps its object alive meanwhile. */
+  void expect(String requestId, KvTicket ticket) {
+    var transfer = new Transfer(ticket);
+    synchronized (transfer) {
+      transfers.put(requestId, transfer);
+      transfer.lease = leases().keep(ticket);
+    }
+  }
+
+  /**
+   * The request ended (finished, failed or cancelled): if its KV was not loaded yet, the load is cancelled (the
+   * engine frees the pages once the connector reports) and the object released, as nobody will read it.
+   */
+  void abandon(String requestId) {
+    Transfer transfer = transfers.remove(requestId);
+    if (transfer == null) return; // loaded (and released), or never expected
+    ClientCallStreamObserver<GetRequest> get;
+    synchronized (transfer) {
+      transfer.abandoned = true;
+      transfer.lease.stop();
+      get = transfer.get;
+    }
+    if (get != null) get.cancel("the request ended before its KV was loaded", null);
+    release(transfer.ticket);
   }
 
   @Override
@@ -50,21 +91,31 @@ public class StoreKvConnector implements KvConnector {
 
   @Override
   public void load(String requestId, int numTokens, KvSink sink, Consumer<String> done) {
-    KvTicket ticket = tickets.remove(requestId);
-    if (ticket == null) {
+    Transfer transfer = transfers.get(requestId);
+    if (transfer == null) {
       done.accept("no KV ticket for request " + requestId);
       return;
     }
+    synchronized (transfer) {
+      transfer.lease.stop(); // admitted: the Get pins the object from now on
+    }
+    KvTicket ticket = transfer.ticket;
+    Consumer<String> finished = failure -> {
+      // a failed load releases the object (nobody else reads it), unless abandon did already
+      if (transfers.remove(requestId, transfer) && failure != null) release(ticket);
+      done.accept(failure);
+    };
     if (ticket.getNumTokens() != numTokens) {
-      done.accept("the ticket holds " + ticket.getNumTokens() + " tokens but the prompt has " + numTokens);
+      finished.accept("the ticket holds " + ticket.getNumTokens() + " tokens but the prompt has " + numTokens);
       return;
     }
     var stub = KvStoreGrpc.newStub(channel(ticket.getStoreAddress())).withDeadlineAfter(LOAD_DEADLINE_SECONDS, TimeUnit.SECONDS);
-    stub.get(GetRequest.newBuilder().setKey(ticket.getObjectKey()).build(), new Receiver(ticket, numTokens, sink, done));
+    stub.get(GetRequest.newBuilder().setKey(ticket.getObjectKey()).build(), new Receiver(transfer, numTokens, sink, finished));
   }
 
   /** Checks each frame against the engine's cache, writes it, and reports once. */
-  private final class Receiver implements StreamObserver<GetResponse> {
+  private final class Receiver implements ClientResponseObserver<GetRequest, GetResponse> {
+    private final Transfer transfer;
     private final KvTicket ticket;
     private final int numTokens;
     private final KvSink sink;
@@ -72,12 +123,24 @@ public class StoreKvConnector implements KvConnector {
     private final long[] rowsPerLayer;
     private volatile String failure;
 
-    Receiver(KvTicket ticket, int numTokens, KvSink sink, Consumer<String> done) {
-      this.ticket = ticket;
+    Receiver(Transfer transfer, int numTokens, KvSink sink, Consumer<String> done) {
+      this.transfer = transfer;
+      this.ticket = transfer.ticket;
       this.numTokens = numTokens;
       this.sink = sink;
       this.done = done;
       this.rowsPerLayer = new long[sink.numLayers()];
+    }
+
+    /** Registers the Get so {@link #abandon} can cancel it; one abandoned meanwhile is cancelled at once. */
+    @Override
+    public void beforeStart(ClientCallStreamObserver<GetRequest> call) {
+      boolean abandoned;
+      synchronized (transfer) {
+        transfer.get = call;
+        abandoned = transfer.abandoned;
+      }
+      if (abandoned) call.cancel("the request ended before its KV was loaded", null);
     }
 
     @Override
@@ -118,7 +181,7 @@ public class StoreKvConnector implements KvConnector {
             failure = "object " + ticket.getObjectKey() + " sent " + rowsPerLayer[l] + " of " + numTokens + " rows of layer " + l;
             break;
           }
-      if (failure == null) release(ticket);
+      if (failure == null) release(ticket); // loaded: the store may drop it
       done.accept(failure);
     }
 
@@ -131,21 +194,36 @@ public class StoreKvConnector implements KvConnector {
     }
   }
 
-  /** Loaded: the store may drop the object (best effort; its lease would expire anyway). */
+  /**
+   * The store may drop the object (best effort; its lease would expire anyway). Releasing twice is harmless. The
+   * call runs outside the caller's gRPC context: a release made because a Generate call was cancelled would
+   * otherwise be cancelled with it.
+   */
   private void release(KvTicket ticket) {
-    KvStoreGrpc.newStub(channel(ticket.getStoreAddress())).withDeadlineAfter(10, TimeUnit.SECONDS)
+    Context.ROOT.run(() -> KvStoreGrpc.newStub(channel(ticket.getStoreAddress())).withDeadlineAfter(10, TimeUnit.SECONDS)
         .release(ReleaseRequest.newBuilder().setKey(ticket.getObjectKey()).build(), new StreamObserver<>() {
           @Override
           public void onNext(ReleaseResponse value) {}
 
           @Override
           public void onError(Throwable t) {
-            LOG.warnf("could not release KV object %s: %s", ticket.getObjectKey(), Status.fromThrowable(t));
+            Status status = Status.fromThrowable(t);
+            if (status.getCode() == Status.Code.NOT_FOUND) LOG.debugf("KV object %s was already gone", ticket.getObjectKey());
+            else LOG.warnf("could not release KV object %s: %s", ticket.getObjectKey(), status);
           }
 
           @Override
           public void onCompleted() {}
-        });
+        }));
+  }
+
+  private LeaseKeeper leases() {
+    if (leases == null) {
+      synchronized (this) {
+        if (leases == null) leases = new LeaseKeeper(leaseExtension, a -> KvStoreGrpc.newStub(channel(a)), InstantSource.system());
+      }
+    }
+    return leases;
   }
 
   private ManagedChannel channel(String address) {
@@ -155,6 +233,7 @@ public class StoreKvConnector implements KvConnector {
 
   @PreDestroy
   void close() {
+    if (leases != null) leases.close();
     channels.values().forEach(ManagedChannel::shutdownNow);
   }
 }
