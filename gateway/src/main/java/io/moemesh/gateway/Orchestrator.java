@@ -28,7 +28,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *   otherwise:      Generate(prompt) on a decode replica (no ticket: decode computes the prompt)
  * </pre>
  * Replicas are picked when a leg starts; a replica that answers UNAVAILABLE before producing anything is skipped
- * and the leg retried elsewhere. Cancelling the returned Multi cancels whichever call is open. Every RPC carries a
+ * and the leg retried elsewhere. Cancelling the returned Multi cancels whichever call is open; if that happens after
+ * the prefill answered but before decode did, or the decode leg fails first, the ticket's object is released (no
+ * decode replica will load it). Every RPC carries a
  * deadline and the request id as {@code x-request-id} metadata (and the request's W3C {@code traceparent}).
  */
 @Singleton
@@ -38,14 +40,16 @@ public class Orchestrator {
       Metadata.Key.of(TraceParent.HEADER, Metadata.ASCII_STRING_MARSHALLER);
 
   private final Replicas replicas;
+  private final TicketReleaser tickets;
   private final boolean disaggregation;
   private final Duration prefillDeadline;
   private final Duration decodeDeadline;
   private final Duration retryAfter;
   private final int retries;
 
-  Orchestrator(Replicas replicas, GatewayConfig config) {
+  Orchestrator(Replicas replicas, GatewayConfig config, TicketReleaser tickets) {
     this.replicas = replicas;
+    this.tickets = tickets;
     this.disaggregation = config.disaggregation();
     this.prefillDeadline = config.prefillDeadline();
     this.decodeDeadline = config.decodeDeadline();
@@ -88,7 +92,12 @@ public class Orchestrator {
           new BackendException("prefill returned neither a KV ticket nor a finish reason"));
     }
     // concatenation subscribes to decode only once the first token has gone downstream
-    return Multi.createBy().concatenating().streams(Multi.createFrom().item(first), decode(call, response));
+    AtomicBoolean decoded = new AtomicBoolean(); // a decode replica that answered has loaded (and released) the object
+    return Multi.createBy().concatenating()
+        .streams(Multi.createFrom().item(first), decode(call, response).onItem().invoke(() -> decoded.set(true)))
+        .onTermination().invoke((failure, cancelled) -> {
+          if ((failure != null || cancelled) && !decoded.get()) tickets.release(response.getTicket(), metadata(call));
+        });
   }
 
   /**

@@ -35,7 +35,7 @@ public class FakePrefill extends PrefillGrpc.PrefillImplBase {
     if (finished) {
       response.setFinishReason(FinishReason.FINISH_REASON_STOP);
     } else {
-      response.setTicket(KvTicket.newBuilder().setStoreAddress("fake-kv:1").setObjectKey(ticketKey(request.getRequestId()))
+      response.setTicket(KvTicket.newBuilder().setStoreAddress(FakeKvStore.ADDRESS).setObjectKey(ticketKey(request.getRequestId()))
           .setNumTokens(request.getPromptTokenIdsCount()));
     }
     responses.onNext(response.build());
