@@ -1,0 +1,335 @@
+package io.moemesh.e2e;
+
+import static io.moemesh.e2e.DisaggregatedMeshTest.prompt;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.grpc.Context;
+import io.grpc.ManagedChannel;
+import io.grpc.ManagedChannelBuilder;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.grpc.stub.StreamObserver;
+import io.moemesh.engine.EngineSettings;
+import io.moemesh.engine.GenerationRequest;
+import io.moemesh.engine.KvConnector;
+import io.moemesh.engine.LoadedEngine;
+import io.moemesh.model.demo.DemoCheckpoint;
+import io.moemesh.model.sampling.SamplingParams;
+import io.moemesh.model.tokenizer.Tokenizer;
+import io.moemesh.proto.common.v1.SampledToken;
+import io.moemesh.proto.decode.v1.DecodeGrpc;
+import io.moemesh.proto.decode.v1.GenerateRequest;
+import io.moemesh.proto.decode.v1.GenerateResponse;
+import io.moemesh.proto.kvstore.v1.GetRequest;
+import io.moemesh.proto.kvstore.v1.KvStoreGrpc;
+import io.moemesh.proto.prefill.v1.KvTicket;
+import io.moemesh.proto.prefill.v1.PrefillGrpc;
+import io.moemesh.proto.prefill.v1.PrefillRequest;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Cancellation is a tree (ARCHITECTURE.md, "Prefill/decode disaggregation", step 5): a client that leaves at any
+ * stage of its request frees the prefill request, the decode request and the store object, checked through the
+ * services' metrics — no pages used on prefill or decode, no object writing, live or pinned in kv-store.
+ *
+ * <p>Its own mesh, set up so every stage lasts: prefill runs one request at a time in chunks of 4 tokens (a long
+ * prompt takes ~120 steps) and gives objects a 2 s lease; decode runs one request at a time and extends a waiting
+ * request's lease to 2 s; a "stuck store" (a socket that never answers) holds decode's slot with a request loading
+ * from it for as long as a test wants.
+ */
+class CancellationMeshTest {
+  static final Duration TIMEOUT = Duration.ofSeconds(60);
+  /** Well under the 60 s deadline of decode's KV load: freeing must not wait for that deadline. */
+  static final Duration PROMPTLY = Duration.ofSeconds(30);
+  static final Duration LEASE = Duration.ofSeconds(2);
+  static Path model;
+  static ServiceProcess kvStore, prefill, decode, gateway;
+  static ManagedChannel prefillChannel, decodeChannel, storeChannel;
+  static ServerSocket stuckStore;
+  static LoadedEngine reference;
+  static Tokenizer tokenizer;
+
+  @BeforeAll
+  static void startMesh() throws Exception {
+    model = Files.createTempDirectory("moemesh-e2e-cancel").resolve("tiny");
+    DemoCheckpoint.writeShipped("tiny", model, 11, DemoCheckpoint.Format.BF16, (done, total) -> {});
+    kvStore = ServiceProcess.start("kv-store", "cancel-kv-store", List.of("moemesh.kv-store.max-bytes=64M"));
+    List<String> engine = List.of("moemesh.engine.model-dir=" + model, "moemesh.engine.kv-cache-memory=16M",
+        "moemesh.engine.threads=1", "moemesh.engine.max-running-requests=1");
+    var prefillProps = new ArrayList<>(engine);
+    prefillProps.addAll(List.of("moemesh.prefill.kv-store=" + kvStore.grpcAddress(), "moemesh.engine.max-batched-tokens=4",
+        "moemesh.prefill.kv-lease=" + LEASE.toSeconds() + "s"));
+    prefill = ServiceProcess.start("prefill-svc", "cancel-prefill", prefillProps);
+    var decodeProps = new ArrayList<>(engine);
+    decodeProps.add("moemesh.decode.kv-lease-extension=" + LEASE.toSeconds() + "s");
+    decode = ServiceProcess.start("decode-svc", "cancel-decode", decodeProps);
+    gateway = ServiceProcess.start("gateway", "cancel-gateway", List.of("moemesh.gateway.model-dir=" + model,
+        "moemesh.gateway.prefill.replicas=" + prefill.grpcAddress(), "moemesh.gateway.decode.replicas=" + decode.grpcAddress()));
+    stuckStore = new ServerSocket(0); // accepts connections (the kernel's backlog) and never answers
+    reference = LoadedEngine.open(EngineSettings.fromConfig("e", key -> Optional.ofNullable(
+        Map.of("e.model-dir", model.toString(), "e.kv-cache-memory", "16M").get(key))), KvConnector.NONE, (done, total) -> {});
+    tokenizer = Tokenizer.load(model);
+    for (ServiceProcess p : List.of(kvStore, prefill, decode, gateway)) p.awaitReady(DisaggregatedMeshTest.READY);
+    prefillChannel = ManagedChannelBuilder.forTarget(prefill.grpcAddress()).usePlaintext().build();
+    decodeChannel = ManagedChannelBuilder.forTarget(decode.grpcAddress()).usePlaintext().build();
+    storeChannel = ManagedChannelBuilder.forTarget(kvStore.grpcAddress()).usePlaintext().build();
+  }
+
+  @AfterAll
+  static void stopMesh() throws Exception {
+    for (ManagedChannel c : new ManagedChannel[] {prefillChannel, decodeChannel, storeChannel}) if (c != null) c.shutdownNow();
+    for (ServiceProcess p : new ServiceProcess[] {gateway, decode, prefill, kvStore}) if (p != null) p.close();
+    if (stuckStore != null) stuckStore.close();
+    if (tokenizer != null) tokenizer.close();
+    if (reference != null) reference.close();
+  }
+
+  @BeforeEach
+  void startsIdle() {
+    awaitIdle(TIMEOUT);
+  }
+
+  /** (a) before prefill starts, (b) queued in prefill's engine, (c) mid-prefill with the put stream open. */
+  @Test
+  void clientsLeavingBeforeAndDuringPrefillLeaveNothingBehind() throws Exception {
+    Scrape p0 = Scrape.of(prefill), d0 = Scrape.of(decode), k0 = Scrape.of(kvStore), g0 = Scrape.of(gateway);
+    List<Socket> clients = new ArrayList<>();
+    for (int i = 0; i < 5; i++) clients.add(stream("pre-" + i, prompt(200 + i, 480), 8, List.of()));
+    await().atMost(TIMEOUT).pollInterval(Duration.ofMillis(10)).until(() -> {
+      Scrape p = Scrape.of(prefill), k = Scrape.of(kvStore);
+      return p.value("vllm:num_requests_running") == 1 && p.value("vllm:num_requests_waiting") == 4 // (c) and 4 × (b)
+          && k.value("moemesh_kvstore_objects{state=\"writing\"}") == 5
+          && k.delta(k0, "moemesh_kvstore_put_bytes_total") > 0; // the running one's layers are streaming
+    });
+    clients.add(stream("pre-5", prompt(205, 480), 8, List.of())); // (a): gone before its prefill could start
+    for (Socket c : clients) c.close();
+
+    awaitIdle(PROMPTLY);
+    Scrape p = Scrape.of(prefill), k = Scrape.of(kvStore);
+    double aborted = p.delta(p0, "vllm:request_success_total{finished_reason=\"abort\"}");
+    assertThat(aborted).as("the 5 queued or running, and the 6th if it reached the engine").isBetween(5.0, 6.0);
+    assertThat(p.delta(p0, "vllm:request_success_total{finished_reason=\"length\"}")).as("no prefill completed").isZero();
+    assertThat(Scrape.of(decode).delta(d0, "vllm:e2e_request_latency_seconds_count")).as("decode never saw one").isZero();
+    assertThat(k.delta(k0, "moemesh_kvstore_puts_total{outcome=\"committed\"}")).isZero();
+    assertThat(k.delta(k0, "moemesh_kvstore_puts_total{outcome=\"revoked\"}") + k.delta(k0, "moemesh_kvstore_puts_total{outcome=\"failed\"}"))
+        .as("every object opened was dropped").isEqualTo(aborted);
+    assertThat(Scrape.of(gateway).delta(g0, "moemesh_gateway_requests_total{endpoint=\"completion\",status=\"499\"}")).isEqualTo(6);
+  }
+
+  /** (d) a ticket nobody redeems (the gateway died between the legs): the object ends with its lease. */
+  @Test
+  void anUnredeemedTicketExpiresWithItsLease() {
+    Scrape k0 = Scrape.of(kvStore);
+    var prefilled = PrefillGrpc.newBlockingStub(prefillChannel).withDeadlineAfter(60, TimeUnit.SECONDS).prefill(PrefillRequest.newBuilder()
+        .setRequestId("orphan").addAllPromptTokenIds(ids(prompt(31, 24))).setSampling(IGNORE_EOS).build());
+    assertThat(prefilled.hasTicket()).isTrue();
+    assertThat(storeSays("orphan")).isEqualTo("live");
+    await().atMost(TIMEOUT).until(() -> Scrape.of(kvStore).delta(k0, "moemesh_kvstore_expired_total") == 1);
+    assertThat(storeSays("orphan")).contains("does not exist");
+  }
+
+  /** (d) through the gateway: a stop string in the prefill's token ends the choice between the legs. */
+  @Test
+  void aStopStringInTheFirstTokenReleasesTheObjectAtOnce() throws Exception {
+    int[] p = IntStream.range(40, 80).mapToObj(seed -> prompt(seed, 30)).filter(q -> firstText(q).strip().length() > 1).findFirst().orElseThrow();
+    String stop = firstText(p);
+    var response = complete("stop-first", p, 20, List.of(stop));
+    assertThat(response.statusCode()).as(response.body()).isEqualTo(200);
+    assertThat(response.body()).contains("\"finish_reason\":\"stop\"");
+    await().atMost(PROMPTLY).until(() -> storeSays("stop-first").contains("was released"));
+    awaitIdle(PROMPTLY);
+  }
+
+  /** (e) decode loading the KV (WAITING_FOR_REMOTE_KV, pages reserved) from a store that does not answer. */
+  @Test
+  void aClientLeavingWhileDecodeLoadsFreesThePagesAtOnce() {
+    Context.CancellableContext blocker = loadingFromTheStuckStore("stuck-1");
+    blocker.cancel(null);
+    awaitIdle(PROMPTLY);
+  }
+
+  /** (e) queued at decode (WAITING, its ticket not loaded) behind a request that holds the only slot. */
+  @Test
+  void aClientLeavingWhileQueuedAtDecodeReleasesTheObject() throws Exception {
+    Context.CancellableContext blocker = loadingFromTheStuckStore("stuck-2");
+    try (Socket client = stream("queued", prompt(51, 30), 8, List.of())) {
+      await().atMost(TIMEOUT).until(() -> Scrape.of(decode).value("vllm:num_requests_waiting") == 2);
+      assertThat(storeSays("queued")).isEqualTo("live");
+    }
+    await().atMost(PROMPTLY).until(() -> storeSays("queued").contains("was released"));
+    await().atMost(PROMPTLY).until(() -> Scrape.of(decode).value("vllm:num_requests_waiting") == 1);
+    blocker.cancel(null);
+    awaitIdle(PROMPTLY);
+  }
+
+  /** Decode keeps a queued request's object alive past its lease, and the request completes with the right text. */
+  @Test
+  void aRequestQueuedAtDecodeLongerThanItsLeaseStillFindsItsObject() throws Exception {
+    Scrape k0 = Scrape.of(kvStore);
+    Context.CancellableContext blocker = loadingFromTheStuckStore("stuck-3");
+    int[] p = prompt(61, 30);
+    var answer = HttpClient.newHttpClient().sendAsync(completion("patient", p, 8, List.of(), false), HttpResponse.BodyHandlers.ofString());
+    await().atMost(TIMEOUT).until(() -> Scrape.of(decode).value("vllm:num_requests_waiting") == 2);
+    // committed before decode queued it, so its 2 s lease would have ended (and the 1 s reaper run) within this
+    await().during(LEASE.plusSeconds(3)).atMost(LEASE.plusSeconds(30)).until(() -> storeSays("patient").equals("live"));
+    blocker.cancel(null);
+    var response = answer.get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+    assertThat(response.statusCode()).as(response.body()).isEqualTo(200);
+    int[] expected = reference.engine().submit(GenerationRequest.of("patient", p, SamplingParams.greedy(), 8)).await(TIMEOUT).tokenIds();
+    assertThat(new com.fasterxml.jackson.databind.ObjectMapper().readTree(response.body()).at("/choices/0/text").asText())
+        .isEqualTo(tokenizer.decode(expected, true));
+    assertThat(storeSays("patient")).contains("was released");
+    assertThat(Scrape.of(kvStore).delta(k0, "moemesh_kvstore_expired_total")).isZero();
+    awaitIdle(PROMPTLY);
+  }
+
+  /** (f) mid-decode. */
+  @Test
+  void aClientLeavingMidDecodeLeavesNothingBehind() throws Exception {
+    try (Socket client = stream("mid-decode", prompt(71, 20), 400, List.of())) {
+      var in = new java.io.BufferedReader(new java.io.InputStreamReader(client.getInputStream(), StandardCharsets.UTF_8));
+      int events = 0;
+      for (String line; events < 5 && (line = in.readLine()) != null; ) if (line.startsWith("data: ")) events++;
+      assertThat(events).isEqualTo(5);
+      assertThat(Scrape.of(decode).value("vllm:num_requests_running")).isOne();
+    }
+    awaitIdle(PROMPTLY);
+    assertThat(storeSays("mid-decode")).contains("was released");
+  }
+
+  // ---- stages ---------------------------------------------------------------------------------------------------
+
+  static final io.moemesh.proto.common.v1.SamplingParams IGNORE_EOS =
+      io.moemesh.proto.common.v1.SamplingParams.newBuilder().setIgnoreEos(true).build();
+
+  /** A decode request whose ticket names the stuck store: it loads (pages reserved) until cancelled. */
+  static Context.CancellableContext loadingFromTheStuckStore(String id) {
+    int[] p = prompt(id.hashCode(), 30);
+    var ticket = KvTicket.newBuilder().setStoreAddress("localhost:" + stuckStore.getLocalPort()).setObjectKey(id).setNumTokens(p.length);
+    var request = GenerateRequest.newBuilder().setRequestId(id).addAllPromptTokenIds(ids(p)).setSampling(IGNORE_EOS).setMaxTokens(8)
+        .setTicket(ticket).setFirstToken(SampledToken.newBuilder().setTokenId(7)).build();
+    Context.CancellableContext call = Context.current().withCancellation();
+    call.run(() -> DecodeGrpc.newStub(decodeChannel).generate(request, new StreamObserver<GenerateResponse>() {
+      @Override public void onNext(GenerateResponse value) {}
+      @Override public void onError(Throwable t) {}
+      @Override public void onCompleted() {}
+    }));
+    await().atMost(TIMEOUT).until(() -> {
+      Scrape d = Scrape.of(decode);
+      return d.value("vllm:num_requests_waiting") == 1 && d.value("vllm:kv_cache_usage_perc") > 0; // WAITING_FOR_REMOTE_KV
+    });
+    return call;
+  }
+
+  /** Waits until no pages are used on prefill or decode, no request is there, and kv-store holds nothing writing, live or pinned. */
+  static void awaitIdle(Duration timeout) {
+    await().atMost(timeout).pollInterval(Duration.ofMillis(50)).untilAsserted(() -> {
+      for (ServiceProcess engine : List.of(prefill, decode)) {
+        Scrape s = Scrape.of(engine);
+        assertThat(s.value("vllm:num_requests_running") + s.value("vllm:num_requests_waiting")).as(engine.name + " requests").isZero();
+        assertThat(s.value("vllm:kv_cache_usage_perc")).as(engine.name + " pages").isZero();
+      }
+      Scrape k = Scrape.of(kvStore);
+      for (String state : List.of("writing", "live", "pinned"))
+        assertThat(k.value("moemesh_kvstore_objects{state=\"" + state + "\"}")).as("kv-store objects " + state).isZero();
+    });
+  }
+
+  /** "live", or why kv-store cannot serve the object (its NOT_FOUND description: released, expired, gone). */
+  static String storeSays(String key) {
+    var frames = KvStoreGrpc.newBlockingStub(storeChannel).withDeadlineAfter(10, TimeUnit.SECONDS).get(GetRequest.newBuilder().setKey(key).build());
+    try {
+      while (frames.hasNext()) frames.next();
+      return "live";
+    } catch (StatusRuntimeException e) {
+      assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.NOT_FOUND);
+      return e.getStatus().getDescription();
+    }
+  }
+
+  // ---- clients ----------------------------------------------------------------------------------------------------
+
+  static String firstText(int[] prompt) {
+    try {
+      int[] first = reference.engine().submit(GenerationRequest.of("first", prompt, SamplingParams.greedy(), 1)).await(TIMEOUT).tokenIds();
+      return tokenizer.decode(first, true);
+    } catch (Exception e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  static String body(int[] prompt, int maxTokens, List<String> stop, boolean stream) {
+    var body = new StringBuilder("{\"model\": \"tiny\", \"prompt\": ").append(Arrays.toString(prompt)).append(", \"max_tokens\": ")
+        .append(maxTokens).append(", \"temperature\": 0, \"stream\": ").append(stream);
+    if (!stop.isEmpty()) body.append(", \"stop\": ").append(new com.fasterxml.jackson.databind.ObjectMapper().valueToTree(stop).toString());
+    return body.append('}').toString();
+  }
+
+  static HttpRequest completion(String id, int[] prompt, int maxTokens, List<String> stop, boolean stream) {
+    return HttpRequest.newBuilder(URI.create("http://localhost:" + gateway.httpPort + "/v1/completions")).header("Content-Type", "application/json")
+        .header("X-Request-Id", id).POST(HttpRequest.BodyPublishers.ofString(body(prompt, maxTokens, stop, stream))).build();
+  }
+
+  static HttpResponse<String> complete(String id, int[] prompt, int maxTokens, List<String> stop) throws Exception {
+    return HttpClient.newHttpClient().send(completion(id, prompt, maxTokens, stop, false), HttpResponse.BodyHandlers.ofString());
+  }
+
+  /** A streaming completion on a raw socket, request sent: closing the socket is the client leaving. */
+  static Socket stream(String id, int[] prompt, int maxTokens, List<String> stop) throws IOException {
+    byte[] bytes = body(prompt, maxTokens, stop, true).getBytes(StandardCharsets.UTF_8);
+    Socket socket = new Socket("localhost", gateway.httpPort);
+    socket.getOutputStream().write(("POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nX-Request-Id: " + id
+        + "\r\nContent-Length: " + bytes.length + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+    socket.getOutputStream().write(bytes);
+    socket.getOutputStream().flush();
+    socket.setSoTimeout((int) TIMEOUT.toMillis());
+    return socket;
+  }
+
+  static List<Integer> ids(int[] tokens) {
+    return IntStream.of(tokens).boxed().toList();
+  }
+
+  /** One scrape of a service's /q/metrics. */
+  record Scrape(String text) {
+    static Scrape of(ServiceProcess p) {
+      try {
+        return new Scrape(DisaggregatedMeshTest.metrics(p));
+      } catch (Exception e) {
+        throw new IllegalStateException("no metrics from " + p.name, e);
+      }
+    }
+
+    /** The sample named exactly (with its labels, in Prometheus' order); 0 when absent (a counter never incremented). */
+    double value(String series) {
+      return text.lines().filter(l -> l.startsWith(series + " ") || !series.contains("{") && l.startsWith(series + "{"))
+          .mapToDouble(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).findFirst().orElse(0);
+    }
+
+    double delta(Scrape before, String series) {
+      return value(series) - before.value(series);
+    }
+  }
+}
