@@ -64,7 +64,7 @@ class ExpertParallelMeshTest {
     prefill = ServiceProcess.start("prefill-svc", "prefill-ep", with(engine, "moemesh.prefill.kv-store=" + kvStore.grpcAddress()));
     List<String> remote = with(engine, "moemesh.experts.routed=remote", "moemesh.experts.shards=" + shard0.grpcAddress() + "," + shard1.grpcAddress(),
         "moemesh.experts.redundant-slots=2", "moemesh.experts.shared=remote", "moemesh.experts.shared-address=" + shared.grpcAddress(),
-        "moemesh.experts.timeout=20s");
+        "moemesh.experts.timeout=10s");
     decode0 = ServiceProcess.start("decode-svc", "decode-ep-0", remote);
     decode1 = ServiceProcess.start("decode-svc", "decode-ep-1", remote);
     gateway = ServiceProcess.start("gateway", "gateway-ep", List.of("moemesh.gateway.model-dir=" + model,

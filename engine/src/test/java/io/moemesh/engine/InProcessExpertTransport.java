@@ -13,6 +13,8 @@ import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.IntConsumer;
 
 /**
@@ -28,6 +30,8 @@ final class InProcessExpertTransport implements ExpertTransport {
   final List<Sent> sent = new ArrayList<>();
   /** Told the number of dispatches sent so far, before each new one. */
   volatile IntConsumer beforeDispatch = n -> {};
+  /** Shards that answer every call with a failure, as a dead process's connection would. */
+  final Set<Integer> dead = ConcurrentHashMap.newKeySet();
 
   InProcessExpertTransport(Kernels kernels, LocalExperts[] shards, LocalExperts shared) {
     this.kernels = kernels;
@@ -43,6 +47,7 @@ final class InProcessExpertTransport implements ExpertTransport {
   @Override
   public CompletableFuture<ExpertOutputs> routed(int shard, ExpertDispatch d) {
     beforeDispatch.accept(sent.size());
+    if (dead.contains(shard)) return CompletableFuture.failedFuture(new IllegalStateException("UNAVAILABLE: connection refused"));
     long bytes = d.hidden().numElements() * d.hidden().dtype().byteSize() + (d.scales() == null ? 0 : d.scales().numElements() * 4);
     sent.add(new Sent(shard, d.layerId(), d.placementVersion(), d.hidden().dim(0), d.expertOffsets().clone(), d.hidden().dtype(), bytes));
     try (TensorArena scratch = TensorArena.confined()) {

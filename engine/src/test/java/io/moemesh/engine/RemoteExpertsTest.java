@@ -17,6 +17,7 @@ import java.util.List;
 import java.util.stream.IntStream;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -147,6 +148,70 @@ class RemoteExpertsTest {
         assertThat(IntStream.range(switched, sent.size()).allMatch(i -> sent.get(i).placementVersion() == 1)).isTrue();
       } finally {
         for (var s : shards) s.close();
+      }
+    }
+  }
+
+  @Nested
+  class Faults {
+    private final List<GenerationRequest> requests = List.of(
+        GenerationRequest.of("f0", EngineTest.randomPrompt(60, 14), SamplingParams.greedy().toBuilder().ignoreEos(true).build(), 16),
+        GenerationRequest.of("f1", EngineTest.randomPrompt(61, 9), SamplingParams.greedy().toBuilder().ignoreEos(true).build(), 16));
+
+    @Test
+    void aDeadShardsTokensGoToReplicasElsewhereAndNothingChanges() throws Exception {
+      var expected = EngineTest.run(TinyModel.model(Precision.INT8), EngineTest.ROOMY, new KvCacheConfig(64, 8, true), requests);
+      try (var attention = attentionOnly(Precision.INT8, ExpertSelection.SHARED_ONLY)) {
+        int experts = attention.config().nRoutedExperts();
+        Placement everywhere = ExpertWeights.initialPlacement(attention.config(), 2, experts); // each expert on both shards
+        var shards = shards(Precision.INT8, everywhere, i -> ExpertSelection.shard(everywhere, i));
+        try {
+          var transport = new InProcessExpertTransport(TinyModel.kernels(), experts(shards), null);
+          transport.beforeDispatch = n -> {
+            if (n == 30) transport.dead.add(1); // mid-run: shard 1's process dies
+          };
+          var remote = new DispatchingExperts(transport, everywhere, attention.localExperts(), true, Duration.ofSeconds(5));
+          var actual = EngineTest.run(attention, remote, EngineTest.ROOMY, new KvCacheConfig(64, 8, true), requests);
+          EngineTest.assertSameTokensAndLogits(actual, expected);
+          var sent = transport.sent;
+          assertThat(sent.subList(0, 30)).extracting(InProcessExpertTransport.Sent::shard).as("both worked before").contains(0, 1);
+          assertThat(sent.subList(31, sent.size())).extracting(InProcessExpertTransport.Sent::shard)
+              .as("after its one failed call, shard 1 is passed over").containsOnly(0);
+        } finally {
+          for (var s : shards) s.close();
+        }
+      }
+    }
+
+    @Test
+    void anExpertWithoutAnotherReplicaWaitsForItsShardThenFailsNamingIt() throws Exception {
+      var expected = EngineTest.run(TinyModel.model(Precision.INT8), EngineTest.ROOMY, new KvCacheConfig(64, 8, true), requests);
+      try (var attention = attentionOnly(Precision.INT8, ExpertSelection.SHARED_ONLY)) {
+        Placement single = ExpertWeights.initialPlacement(attention.config(), 2, 0); // no redundant slots
+        var shards = shards(Precision.INT8, single, i -> ExpertSelection.shard(single, i));
+        try {
+          // back within the wait: the step goes on with the bits of one process
+          var transport = new InProcessExpertTransport(TinyModel.kernels(), experts(shards), null);
+          int[] attempts = new int[1];
+          transport.beforeDispatch = n -> {
+            if (n == 20) transport.dead.add(1);
+            if (transport.dead.contains(1) && ++attempts[0] == 6) transport.dead.remove(1); // restarted
+          };
+          var remote = new DispatchingExperts(transport, single, attention.localExperts(), true, Duration.ofSeconds(20));
+          EngineTest.assertSameTokensAndLogits(EngineTest.run(attention, remote, EngineTest.ROOMY, new KvCacheConfig(64, 8, true), requests), expected);
+
+          // gone for good: the requests finish with an error naming the shard, within the timeout
+          var down = new InProcessExpertTransport(TinyModel.kernels(), experts(shards), null);
+          down.dead.add(1);
+          var failing = new DispatchingExperts(down, single, attention.localExperts(), true, Duration.ofMillis(1500));
+          try (Engine engine = Engine.create(attention, failing, EngineTest.ROOMY, new KvCacheConfig(64, 8, true), KvConnector.NONE, null)) {
+            var done = engine.submit(requests.get(0)).await(Duration.ofSeconds(60));
+            assertThat(done.status()).isEqualTo(RequestStatus.FINISHED_ERROR);
+            assertThat(done.error()).contains("routed shard 1").contains("UNAVAILABLE");
+          }
+        } finally {
+          for (var s : shards) s.close();
+        }
       }
     }
   }

@@ -26,6 +26,10 @@ import java.util.concurrent.TimeoutException;
  * to in-process experts whatever the placement.
  *
  * <p>A new placement is adopted at the next forward pass (a step boundary), never inside one.
+ *
+ * <p>Faults: a shard whose call fails counts as down for a moment. Its assignments go to another replica of
+ * their expert on a live shard, now and in the layers that follow; an expert with no other replica waits for
+ * the shard (retried) until the layer's timeout, then the step fails with a message naming the shard.
  */
 public final class DispatchingExperts implements ExpertBackend {
   private final ExpertTransport transport;
@@ -37,6 +41,10 @@ public final class DispatchingExperts implements ExpertBackend {
   private Placement placement; // the step's; only the step thread touches it
   private long steps;          // forward passes so far: rotates the replica choice
   private int inFlight;        // layers started and not yet finished (two with micro-batch overlap); step thread only
+  private final long[] downUntil; // per shard: System.nanoTime() until which it counts as down after a failure
+  private RuntimeException lastFailure;
+  /** How long a failed shard is passed over (and how long a layer waits before trying it again). */
+  private static final Duration DOWN_FOR = Duration.ofMillis(500);
 
   /**
    * @param localShared the shared experts when they run next to attention, null when they are remote
@@ -52,6 +60,7 @@ public final class DispatchingExperts implements ExpertBackend {
     this.localShared = localShared;
     this.int8 = int8;
     this.timeout = timeout;
+    this.downUntil = new long[placement.numShards()];
     int first = 0;
     while (!placement.isMoeLayer(first)) first++;
     this.firstMoeLayer = first;
@@ -110,7 +119,7 @@ public final class DispatchingExperts implements ExpertBackend {
       if (plans[s] != null) calls[s] = transport.routed(s, plans[s].dispatch(layerId, placement.version(), h, scratch));
     if (sharedOut != null && localShared != null) localShared.shared(k, layerId, sharedOut, x, scratch); // overlaps the dispatch
     inFlight++;
-    var sent = new Sent(layerId, routedOut, sharedOut, routing, plans, calls, remoteShared);
+    var sent = new Sent(layerId, routedOut, sharedOut, routing, h, plans, calls, remoteShared);
     return new Pending() {
       private boolean finished;
 
@@ -125,7 +134,7 @@ public final class DispatchingExperts implements ExpertBackend {
   }
 
   /** One layer's calls in flight, of one (micro-)batch: {@code remoteShared} is null without remote shared experts. */
-  private record Sent(int layerId, Tensor routedOut, Tensor sharedOut, Routing routing, ShardPlan[] plans,
+  private record Sent(int layerId, Tensor routedOut, Tensor sharedOut, Routing routing, Hidden hidden, ShardPlan[] plans,
       CompletableFuture<ExpertOutputs>[] calls, CompletableFuture<ExpertOutputs> remoteShared) {}
 
   /** Waits for every shard and adds their outputs in routing order; then the remote shared experts' output. */
@@ -133,11 +142,97 @@ public final class DispatchingExperts implements ExpertBackend {
     int assignments = sent.routing.tokenRows().length;
     if (assignments > 0) {
       Tensor y = scratch.allocate(DType.F32, assignments, sent.routedOut.dim(1));
-      for (int s = 0; s < sent.plans.length; s++)
-        if (sent.plans[s] != null) place(k, y, await(sent.calls[s], "routed shard " + s, sent.layerId), sent.plans[s].globalIndex, scratch);
+      int[] failed = place(k, y, sent.plans, sent.calls, sent.layerId, scratch);
+      if (failed.length > 0) redispatch(k, y, sent, failed, scratch);
       k.scatterAdd(sent.routedOut, y, scratch.ofInts(sent.routing.tokenRows(), assignments), scratch.ofFloats(sent.routing.weights(), assignments));
     }
     if (sent.remoteShared != null) readInto(k, sent.sharedOut, await(sent.remoteShared, "the shared experts", sent.layerId), scratch);
+  }
+
+  /**
+   * Waits for each shard's answer and places its rows; a shard whose call fails is marked down and its
+   * assignments are returned (their indices in the layer's routing), to be sent elsewhere.
+   */
+  private int[] place(Kernels k, Tensor y, ShardPlan[] plans, CompletableFuture<ExpertOutputs>[] calls, int layerId, TensorArena scratch) {
+    int[] failed = new int[0];
+    for (int s = 0; s < plans.length; s++) {
+      if (plans[s] == null) continue;
+      try {
+        place(k, y, await(calls[s], "routed shard " + s, layerId), plans[s].globalIndex, scratch);
+      } catch (ShardFailure e) {
+        downUntil[s] = System.nanoTime() + DOWN_FOR.toNanos();
+        lastFailure = e;
+        int at = failed.length;
+        failed = java.util.Arrays.copyOf(failed, at + plans[s].globalIndex.length);
+        System.arraycopy(plans[s].globalIndex, 0, failed, at, plans[s].globalIndex.length);
+      }
+    }
+    java.util.Arrays.sort(failed);
+    return failed;
+  }
+
+  /**
+   * Sends the {@code failed} assignments again: to another replica on a live shard where there is one, else
+   * to their own shard once more (a restarted shard answers), until the layer's timeout.
+   */
+  private void redispatch(Kernels k, Tensor y, Sent sent, int[] failed, TensorArena scratch) {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    int n = sent.routing.tokenRows().length;
+    while (failed.length > 0) {
+      if (System.nanoTime() > deadline)
+        throw new IllegalStateException(lastFailure.getMessage() + " (no other replica answered within " + timeout.toMillis() + " ms)", lastFailure);
+      int[] shardOf = new int[n];
+      java.util.Arrays.fill(shardOf, -1);
+      boolean waiting = false;
+      for (int i : failed) {
+        int expert = expertOf(sent.routing, i);
+        int live = liveReplica(sent.layerId, expert);
+        if (live < 0) waiting = true;
+        shardOf[i] = live >= 0 ? live : placement.shardOf(placement.slot(sent.layerId, expert, 0));
+      }
+      if (waiting) pause(); // every replica of some expert is down: give its shard a moment to come back
+      ShardPlan[] plans = plans(sent.routing, shardOf, Math.toIntExact(sent.routedOut.numRows()));
+      @SuppressWarnings("unchecked")
+      CompletableFuture<ExpertOutputs>[] calls = new CompletableFuture[plans.length];
+      for (int s = 0; s < plans.length; s++)
+        if (plans[s] != null) calls[s] = transport.routed(s, plans[s].dispatch(sent.layerId, placement.version(), sent.hidden, scratch));
+      failed = place(k, y, plans, calls, sent.layerId, scratch);
+    }
+  }
+
+  private static int expertOf(Routing routing, int assignment) {
+    int e = 0;
+    while (routing.expertOffsets()[e + 1] <= assignment) e++;
+    return e;
+  }
+
+  /** A shard holding {@code expert} in {@code layerId} that is not down, or -1. */
+  private int liveReplica(int layerId, int expert) {
+    for (int r = 0; r < placement.replicas(layerId, expert); r++) {
+      int shard = placement.shardOf(placement.slot(layerId, expert, r));
+      if (!isDown(shard)) return shard;
+    }
+    return -1;
+  }
+
+  private boolean isDown(int shard) {
+    return downUntil[shard] - System.nanoTime() > 0;
+  }
+
+  private static void pause() {
+    try {
+      Thread.sleep(DOWN_FOR.toMillis());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted while waiting for a routed shard");
+    }
+  }
+
+  /** A routed shard's call failed (transport error, error frame or timeout). */
+  private static final class ShardFailure extends IllegalStateException {
+    ShardFailure(String message, Throwable cause) {
+      super(message, cause);
+    }
   }
 
   private record Hidden(Tensor states, Tensor scales) {}
@@ -172,10 +267,24 @@ public final class DispatchingExperts implements ExpertBackend {
    * ({@link ReplicaPicker}; all replicas hold the same weights, so the choice never changes a result).
    */
   private ShardPlan[] plan(int layerId, Routing routing, int numTokens) {
-    int n = routing.tokenRows().length, numExperts = routing.numExperts(), shards = placement.numShards();
     int[] shardOf = ReplicaPicker.slots(placement, layerId, routing, steps);
+    for (int e = 0; e < routing.numExperts(); e++) {
+      for (int i = routing.expertOffsets()[e]; i < routing.expertOffsets()[e + 1]; i++) {
+        shardOf[i] = placement.shardOf(shardOf[i]);
+        if (isDown(shardOf[i])) { // around a shard that just failed, while another replica lives
+          int live = liveReplica(layerId, e);
+          if (live >= 0) shardOf[i] = live;
+        }
+      }
+    }
+    return plans(routing, shardOf, numTokens);
+  }
+
+  /** The shards' plans for the assignments with {@code shardOf[i] ≥ 0}. */
+  private ShardPlan[] plans(Routing routing, int[] shardOf, int numTokens) {
+    int n = routing.tokenRows().length, numExperts = routing.numExperts(), shards = placement.numShards();
     int[] perShard = new int[shards];
-    for (int i = 0; i < n; i++) perShard[shardOf[i] = placement.shardOf(shardOf[i])]++;
+    for (int i = 0; i < n; i++) if (shardOf[i] >= 0) perShard[shardOf[i]]++;
     ShardPlan[] plans = new ShardPlan[shards];
     int[] localIndex = new int[numTokens];
     for (int s = 0; s < shards; s++) {
@@ -206,10 +315,10 @@ public final class DispatchingExperts implements ExpertBackend {
       return call.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
     } catch (ExecutionException e) {
       Throwable cause = e.getCause();
-      throw new IllegalStateException(who + " failed on layer " + layerId + ": " + cause.getMessage(), cause);
+      throw new ShardFailure(who + " failed on layer " + layerId + ": " + cause.getMessage(), cause);
     } catch (TimeoutException e) {
       call.cancel(true);
-      throw new IllegalStateException(who + " did not answer layer " + layerId + " within " + timeout.toMillis() + " ms");
+      throw new ShardFailure(who + " did not answer layer " + layerId + " within " + timeout.toMillis() + " ms", e);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new IllegalStateException("interrupted while waiting for " + who);
