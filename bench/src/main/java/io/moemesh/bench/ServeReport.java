@@ -1,0 +1,98 @@
+package io.moemesh.bench;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Locale;
+
+/** {@code bench serve}'s figures as a table for humans and as one JSON object (vLLM's key names). */
+final class ServeReport {
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  private ServeReport() {}
+
+  static String table(ServeOptions o, String model, ServeStats s) {
+    var sb = new StringBuilder();
+    line(sb, "model", model);
+    line(sb, "url", o.endpoint().toString());
+    line(sb, "concurrency", o.concurrency());
+    line(sb, "prompts (input / output tokens)", o.numPrompts() + " (" + o.inputLen() + " / " + o.outputLen() + ")");
+    line(sb, "successful requests", s.completed());
+    line(sb, "failed requests", s.failed());
+    line(sb, "duration (s)", fixed(s.durationSeconds(), 2));
+    line(sb, "total input tokens", s.totalInputTokens());
+    line(sb, "total output tokens", s.totalOutputTokens());
+    line(sb, "request throughput (req/s)", fixed(s.requestThroughput(), 3));
+    line(sb, "output token throughput (tok/s)", fixed(s.outputThroughput(), 1));
+    line(sb, "total token throughput (tok/s)", fixed(s.totalTokenThroughput(), 1));
+    sb.append(String.format(Locale.ROOT, "%n%-8s %6s %10s %10s %10s %10s%n", "ms", "count", "mean", "p50", "p90", "p99"));
+    row(sb, "TTFT", s.ttft());
+    row(sb, "TPOT", s.tpot());
+    row(sb, "ITL", s.itl());
+    row(sb, "E2EL", s.e2el());
+    return sb.toString();
+  }
+
+  private static void line(StringBuilder sb, String name, Object value) {
+    sb.append(String.format(Locale.ROOT, "%-34s %s%n", name, value));
+  }
+
+  private static void row(StringBuilder sb, String name, ServeStats.Summary m) {
+    sb.append(String.format(Locale.ROOT, "%-8s %6d %10.2f %10.2f %10.2f %10.2f%n", name, m.count(), m.mean() * 1e3,
+        m.p50() * 1e3, m.p90() * 1e3, m.p99() * 1e3));
+  }
+
+  private static String fixed(double v, int decimals) {
+    return String.format(Locale.ROOT, "%." + decimals + "f", v);
+  }
+
+  static ObjectNode json(ServeOptions o, String model, ServeStats s, List<String> errors) {
+    ObjectNode root = JSON.createObjectNode()
+        .put("date", java.time.Instant.now().toString())
+        .put("backend", "openai-completions")
+        .put("url", o.endpoint().toString())
+        .put("model_id", model)
+        .put("max_concurrency", o.concurrency())
+        .put("num_prompts", o.numPrompts())
+        .put("input_len", o.inputLen())
+        .put("output_len", o.outputLen())
+        .put("seed", o.seed())
+        .put("completed", s.completed())
+        .put("failed", s.failed())
+        .put("duration", s.durationSeconds())
+        .put("total_input_tokens", s.totalInputTokens())
+        .put("total_output_tokens", s.totalOutputTokens())
+        .put("request_throughput", s.requestThroughput())
+        .put("output_throughput", s.outputThroughput())
+        .put("total_token_throughput", s.totalTokenThroughput());
+    figure(root, "ttft", s.ttft());
+    figure(root, "tpot", s.tpot());
+    figure(root, "itl", s.itl());
+    figure(root, "e2el", s.e2el());
+    var e = root.putArray("errors");
+    errors.forEach(e::add);
+    return root;
+  }
+
+  /** {@code mean_ttft_ms}, {@code median_ttft_ms}, {@code p90_ttft_ms}, {@code p99_ttft_ms}; null for NaN. */
+  private static void figure(ObjectNode root, String name, ServeStats.Summary m) {
+    put(root, "mean_" + name + "_ms", m.mean() * 1e3);
+    put(root, "median_" + name + "_ms", m.p50() * 1e3);
+    put(root, "p90_" + name + "_ms", m.p90() * 1e3);
+    put(root, "p99_" + name + "_ms", m.p99() * 1e3);
+  }
+
+  private static void put(ObjectNode root, String key, double value) {
+    if (Double.isNaN(value)) root.putNull(key);
+    else root.put(key, value);
+  }
+
+  static void writeJson(Path file, ObjectNode json) throws IOException {
+    Path parent = file.toAbsolutePath().getParent();
+    if (parent != null) Files.createDirectories(parent);
+    Files.writeString(file, JSON.writerWithDefaultPrettyPrinter().writeValueAsString(json) + "\n");
+  }
+}
