@@ -11,6 +11,7 @@ import static org.hamcrest.Matchers.equalTo;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.moemesh.proto.decode.v1.GenerateRequest;
 import io.moemesh.proto.prefill.v1.PrefillRequest;
 import io.quarkus.test.common.WithTestResource;
 import io.quarkus.test.junit.QuarkusTest;
@@ -122,6 +123,25 @@ class CompletionsTest {
     post("/v1/completions", tokensId, byIds).then().statusCode(200).body("choices[0].text", equalTo(TEXT));
     var prefill = (PrefillRequest) FakeMesh.calls(tokensId, "prefill").getFirst().request();
     assertThat(prefill.getPromptTokenIdsList()).containsExactly(0, 300, 301);
+  }
+
+  /** vLLM's extension that benchmarks use (bench serve): both legs generate past EOS; off unless asked. */
+  @Test
+  void ignoreEosReachesBothLegs() {
+    String id = newId("cmpl-ignore-eos");
+    FakeMesh.script(id, FakeMesh.Script.says(TEXT));
+    ObjectNode request = completion("unused").put("ignore_eos", true).put("max_tokens", 4);
+    request.putArray("prompt").add(300).add(301);
+    post("/v1/completions", id, request).then().statusCode(200).body("usage.completion_tokens", equalTo(4));
+    var prefill = (PrefillRequest) FakeMesh.calls(id, "prefill").getFirst().request();
+    var decode = (GenerateRequest) FakeMesh.calls(id, "decode").getFirst().request();
+    assertThat(prefill.getSampling().getIgnoreEos()).isTrue();
+    assertThat(decode.getSampling().getIgnoreEos()).isTrue();
+
+    String plain = newId("cmpl-eos");
+    FakeMesh.script(plain, FakeMesh.Script.says(TEXT));
+    post("/v1/completions", plain, completion("x")).then().statusCode(200);
+    assertThat(((PrefillRequest) FakeMesh.calls(plain, "prefill").getFirst().request()).getSampling().getIgnoreEos()).isFalse();
   }
 
   @Test
