@@ -1,0 +1,292 @@
+package io.moemesh.bench;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.MappingIterator;
+import com.fasterxml.jackson.dataformat.yaml.YAMLMapper;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+
+/**
+ * deploy/k8s holds together without a cluster: every file a kustomization names parses; every Service, ConfigMap,
+ * volume claim, autoscaler target and disruption budget points at something that exists; container ports are the
+ * ports each service's application.properties sets; every gRPC address in the config names a Service port; and,
+ * where kubectl is installed, every kustomization renders. (YAML through jackson-dataformat-yaml, which jinjava
+ * brings onto this module's classpath.)
+ */
+class DeployManifestsTest {
+  static final Path ROOT = Path.of("").toAbsolutePath().getParent();
+  static final Path K8S = ROOT.resolve("deploy/k8s");
+  static final YAMLMapper YAML = new YAMLMapper();
+  static final List<String> KUSTOMIZATIONS = List.of("base", "overlays/local", "overlays/ascend");
+  /** Services not built yet whose ports the manifests fix (the integrator aligns the service to them). */
+  static final Map<String, List<Integer>> PLANNED_PORTS = Map.of("expert-svc", List.of(9500, 9501));
+
+  record Doc(Path file, JsonNode node) {
+    String kind() { return node.path("kind").asText(); }
+    String name() { return node.path("metadata").path("name").asText(); }
+    JsonNode podSpec() { return node.path("spec").path("template").path("spec"); }
+    JsonNode podLabels() { return node.path("spec").path("template").path("metadata").path("labels"); }
+    boolean isWorkload() { return kind().equals("Deployment") || kind().equals("StatefulSet"); }
+  }
+
+  static List<JsonNode> read(Path file) throws IOException {
+    List<JsonNode> docs = new ArrayList<>();
+    try (MappingIterator<JsonNode> it = YAML.readerFor(JsonNode.class).readValues(file.toFile())) {
+      while (it.hasNext()) {
+        JsonNode d = it.next();
+        if (d != null && !d.isNull() && !d.isEmpty()) docs.add(d);
+      }
+    }
+    return docs;
+  }
+
+  static List<Doc> base() throws IOException {
+    List<Doc> docs = new ArrayList<>();
+    for (JsonNode r : read(K8S.resolve("base/kustomization.yaml")).getFirst().path("resources")) {
+      Path file = K8S.resolve("base").resolve(r.asText());
+      for (JsonNode d : read(file)) docs.add(new Doc(file, d));
+    }
+    return docs;
+  }
+
+  static Map<String, Doc> byKindAndName(List<Doc> docs) {
+    Map<String, Doc> out = new HashMap<>();
+    for (Doc d : docs) assertThat(out.put(d.kind() + "/" + d.name(), d)).as("duplicate " + d.kind() + "/" + d.name()).isNull();
+    return out;
+  }
+
+  static boolean selects(JsonNode selector, JsonNode labels) {
+    if (selector == null || !selector.isObject() || selector.isEmpty()) return false;
+    for (var e : selector.properties()) if (!e.getValue().asText().equals(labels.path(e.getKey()).asText(null))) return false;
+    return true;
+  }
+
+  @Test
+  void everyNamedFileExistsAndEveryDocumentIsAKubernetesObject() throws IOException {
+    for (String k : KUSTOMIZATIONS) {
+      Path dir = K8S.resolve(k);
+      JsonNode kustomization = read(dir.resolve("kustomization.yaml")).getFirst();
+      List<Path> files = new ArrayList<>();
+      for (JsonNode r : kustomization.path("resources")) files.add(dir.resolve(r.asText()));
+      for (JsonNode p : kustomization.path("patches")) if (p.has("path")) files.add(dir.resolve(p.path("path").asText()));
+      assertThat(files).as(k).isNotEmpty();
+      for (Path f : files) {
+        assertThat(f).as(k + " names it").exists();
+        if (Files.isDirectory(f)) {
+          assertThat(f.resolve("kustomization.yaml")).exists();
+          continue;
+        }
+        for (JsonNode d : read(f)) {
+          assertThat(d.path("apiVersion").asText()).as(f + ": apiVersion").isNotEmpty();
+          assertThat(d.path("kind").asText()).as(f + ": kind").isNotEmpty();
+          assertThat(d.path("metadata").path("name").asText()).as(f + ": metadata.name").isNotEmpty();
+        }
+      }
+    }
+  }
+
+  @Test
+  void workloadsHaveProbesResourcesAndTheirServicesPorts() throws IOException {
+    List<Doc> docs = base();
+    var all = byKindAndName(docs);
+    List<Doc> workloads = docs.stream().filter(Doc::isWorkload).toList();
+    assertThat(workloads).extracting(Doc::name).containsExactlyInAnyOrder("moemesh-gateway", "moemesh-prefill", "moemesh-decode",
+        "moemesh-kv-store", "moemesh-expert-routed", "moemesh-expert-shared");
+    assertThat(all).containsKeys("StatefulSet/moemesh-kv-store", "StatefulSet/moemesh-expert-routed");
+    for (Doc w : workloads) {
+      assertThat(selects(w.node().path("spec").path("selector").path("matchLabels"), w.podLabels())).as(w.name() + " selects its pods").isTrue();
+      for (JsonNode c : w.podSpec().path("containers")) {
+        String where = w.name() + "/" + c.path("name").asText();
+        assertThat(c.path("livenessProbe").path("httpGet").path("path").asText()).as(where).isEqualTo("/q/health/live");
+        assertThat(c.path("readinessProbe").path("httpGet").path("path").asText()).as(where).isEqualTo("/q/health/ready");
+        assertThat(c.path("resources").path("requests").has("cpu")).as(where + " requests cpu").isTrue();
+        assertThat(c.path("resources").path("requests").has("memory")).as(where + " requests memory").isTrue();
+        List<Integer> ports = containerPorts(c, null);
+        assertThat(ports).as(where + ": ports of " + module(c)).containsExactlyInAnyOrderElementsOf(configuredPorts(module(c)));
+        for (JsonNode from : c.path("envFrom")) {
+          String cm = from.path("configMapRef").path("name").asText();
+          assertThat(all).as(where + " reads ConfigMap " + cm).containsKey("ConfigMap/" + cm);
+        }
+      }
+      for (JsonNode v : w.podSpec().path("volumes")) {
+        String claim = v.path("persistentVolumeClaim").path("claimName").asText(null);
+        if (claim != null) assertThat(all).as(w.name() + " mounts " + claim).containsKey("PersistentVolumeClaim/" + claim);
+      }
+      if (w.kind().equals("StatefulSet")) {
+        Doc svc = all.get("Service/" + w.node().path("spec").path("serviceName").asText());
+        assertThat(svc).as(w.name() + "'s serviceName").isNotNull();
+        assertThat(svc.node().path("spec").path("clusterIP").asText()).as("headless " + svc.name()).isEqualTo("None");
+      }
+    }
+  }
+
+  @Test
+  void servicesBudgetsAndAutoscalersPointAtWorkloads() throws IOException {
+    List<Doc> docs = base();
+    var all = byKindAndName(docs);
+    List<Doc> workloads = docs.stream().filter(Doc::isWorkload).toList();
+    Set<String> withBudget = new HashSet<>(), withService = new HashSet<>();
+    for (Doc d : docs) {
+      switch (d.kind()) {
+        case "Service" -> {
+          Doc w = selected(workloads, d.node().path("spec").path("selector"), d);
+          withService.add(w.name());
+          JsonNode container = w.podSpec().path("containers").get(0);
+          for (JsonNode p : d.node().path("spec").path("ports")) {
+            JsonNode target = p.path("targetPort");
+            List<Integer> match = containerPorts(container, target.isTextual() ? target.asText() : null);
+            assertThat(match).as(d.name() + " port " + p.path("name").asText() + " → a container port").isNotEmpty();
+            if (target.isInt()) assertThat(containerPorts(container, null)).contains(target.asInt());
+            if ("None".equals(d.node().path("spec").path("clusterIP").asText())) {
+              assertThat(p.path("port").asInt()).as("headless " + d.name() + ": port = container port").isEqualTo(match.getFirst());
+            }
+          }
+        }
+        case "PodDisruptionBudget" -> withBudget.add(selected(workloads, d.node().path("spec").path("selector").path("matchLabels"), d).name());
+        case "HorizontalPodAutoscaler" -> {
+          JsonNode ref = d.node().path("spec").path("scaleTargetRef");
+          assertThat(all).as(d.name() + " scales").containsKey(ref.path("kind").asText() + "/" + ref.path("name").asText());
+          assertThat(d.node().path("spec").path("metrics")).as(d.name() + " metrics").isNotEmpty();
+        }
+        default -> { }
+      }
+    }
+    assertThat(withBudget).as("a disruption budget per stage").containsExactlyInAnyOrderElementsOf(workloads.stream().map(Doc::name).toList());
+    assertThat(withService).as("a Service per stage").containsExactlyInAnyOrderElementsOf(workloads.stream().map(Doc::name).toList());
+    var scaled = docs.stream().filter(d -> d.kind().equals("HorizontalPodAutoscaler")).map(d -> d.node().path("spec").path("scaleTargetRef").path("name").asText()).toList();
+    assertThat(scaled).containsExactlyInAnyOrder("moemesh-gateway", "moemesh-prefill", "moemesh-decode", "moemesh-expert-routed", "moemesh-expert-shared");
+  }
+
+  private static final Pattern ADDRESS = Pattern.compile("^([a-z0-9-]+?)(?:-(\\d+)\\.([a-z0-9-]+))?:(\\d+)$");
+
+  @Test
+  void everyAddressInTheConfigNamesAServicePort() throws IOException {
+    var all = byKindAndName(base());
+    JsonNode data = all.get("ConfigMap/moemesh-config").node().path("data");
+    int checked = 0;
+    for (var e : data.properties()) {
+      if (!e.getKey().endsWith("_REPLICAS") && !e.getKey().endsWith("_KV_STORE")) continue;
+      for (String address : e.getValue().asText().split(",")) {
+        Matcher m = ADDRESS.matcher(address.trim());
+        assertThat(m.matches()).as(e.getKey() + "=" + address).isTrue();
+        String service = m.group(3) != null ? m.group(3) : m.group(1);
+        Doc svc = all.get("Service/" + service);
+        assertThat(svc).as(address + ": Service " + service).isNotNull();
+        if (m.group(3) != null) {
+          // a pod's own name <statefulset>-<ordinal>.<service>: the StatefulSet uses that service and has the pod
+          Doc sts = all.get("StatefulSet/" + m.group(1));
+          assertThat(sts).as(address).isNotNull();
+          assertThat(sts.node().path("spec").path("serviceName").asText()).isEqualTo(service);
+          assertThat(Integer.parseInt(m.group(2))).isLessThan(sts.node().path("spec").path("replicas").asInt());
+        }
+        List<Integer> ports = new ArrayList<>();
+        svc.node().path("spec").path("ports").forEach(p -> ports.add(p.path("port").asInt()));
+        assertThat(ports).as(address).contains(Integer.parseInt(m.group(4)));
+        checked++;
+      }
+    }
+    assertThat(checked).isEqualTo(3);
+  }
+
+  @Test
+  void overlayPatchesNameBaseObjectsAndImageTagsAgree() throws IOException {
+    var all = byKindAndName(base());
+    Set<String> tags = new HashSet<>();
+    for (String k : KUSTOMIZATIONS) {
+      Path dir = K8S.resolve(k);
+      JsonNode kustomization = read(dir.resolve("kustomization.yaml")).getFirst();
+      kustomization.path("images").forEach(i -> tags.add(i.path("newTag").asText()));
+      for (JsonNode p : kustomization.path("patches")) {
+        if (!p.has("path") || p.has("target")) continue; // a targeted patch names its objects in target
+        for (JsonNode d : read(dir.resolve(p.path("path").asText()))) {
+          String key = d.path("kind").asText() + "/" + d.path("metadata").path("name").asText();
+          assertThat(all).as(k + " patches " + key).containsKey(key);
+        }
+      }
+      for (JsonNode r : kustomization.path("replicas")) {
+        assertThat(all.keySet()).as(k + " sets replicas of " + r.path("name").asText())
+            .containsAnyOf("Deployment/" + r.path("name").asText(), "StatefulSet/" + r.path("name").asText());
+      }
+    }
+    assertThat(tags).as("one image tag everywhere").hasSize(1);
+  }
+
+  @Test
+  void everyKustomizationRendersWithKubectl() throws Exception {
+    Assumptions.assumeTrue(onPath("kubectl"), "kubectl is not installed");
+    for (String k : KUSTOMIZATIONS) {
+      Process p = new ProcessBuilder("kubectl", "kustomize", K8S.resolve(k).toString()).redirectErrorStream(true).start();
+      String out;
+      try (InputStream in = p.getInputStream()) {
+        out = new String(in.readAllBytes());
+      }
+      assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
+      assertThat(p.exitValue()).as(k + ":\n" + out).isZero();
+      assertThat(out).as(k).contains("kind: Deployment", "kind: StatefulSet", "kind: HorizontalPodAutoscaler");
+    }
+  }
+
+  /** The module an image is built from: {@code moemesh/decode-svc:0.1.0} → {@code decode-svc}. */
+  static String module(JsonNode container) {
+    String image = container.path("image").asText();
+    String name = image.substring(image.indexOf('/') + 1);
+    return name.contains(":") ? name.substring(0, name.indexOf(':')) : name;
+  }
+
+  /** The HTTP and gRPC ports a module's application.properties sets (or those planned for a module to come). */
+  static List<Integer> configuredPorts(String module) throws IOException {
+    assertThat(ROOT.resolve(module).resolve("pom.xml")).as("image of a module").exists();
+    Path file = ROOT.resolve(module).resolve("src/main/resources/application.properties");
+    if (!Files.exists(file)) {
+      assertThat(PLANNED_PORTS).as("ports of " + module).containsKey(module);
+      return PLANNED_PORTS.get(module);
+    }
+    var props = new Properties();
+    try (var in = Files.newInputStream(file)) {
+      props.load(in);
+    }
+    List<Integer> ports = new ArrayList<>();
+    ports.add(Integer.parseInt(props.getProperty("quarkus.http.port")));
+    String grpc = props.getProperty("quarkus.grpc.server.port");
+    if (grpc != null && !props.getProperty("quarkus.grpc.server.use-separate-server", "true").equals("false")) {
+      ports.add(Integer.parseInt(grpc));
+    }
+    return ports;
+  }
+
+  /** The container's ports, or only the one of that name. */
+  static List<Integer> containerPorts(JsonNode container, String name) {
+    List<Integer> out = new ArrayList<>();
+    for (JsonNode p : container.path("ports")) if (name == null || name.equals(p.path("name").asText())) out.add(p.path("containerPort").asInt());
+    return out;
+  }
+
+  static Doc selected(List<Doc> workloads, JsonNode selector, Doc by) {
+    List<Doc> hits = workloads.stream().filter(w -> selects(selector, w.podLabels())).toList();
+    assertThat(hits).as(by.kind() + "/" + by.name() + " selects exactly one workload's pods").hasSize(1);
+    return hits.getFirst();
+  }
+
+  static boolean onPath(String command) {
+    String path = System.getenv("PATH");
+    if (path == null) return false;
+    for (String dir : path.split(":")) if (Files.isExecutable(Path.of(dir, command))) return true;
+    return false;
+  }
+}
