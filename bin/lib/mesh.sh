@@ -9,6 +9,10 @@
 #   expert-svc shared            HTTP 9600      gRPC 9601
 #   gateway         HTTP --port (8000)
 #
+# `up --single` is the same model served by one engine process instead: one decode replica with every core, which
+# computes the prompt itself (gateway moemesh.gateway.disaggregation=false), and no prefill or kv-store — the
+# baseline the mesh is measured against (docs/performance.md, "Serving: the mesh against one process").
+#
 # Logs: $MOEMESH_HOME/logs/<start time>/<service>.log. `up --detach` leaves the mesh running and records its
 # processes in $MOEMESH_HOME/run/mesh.pids for `down`.
 
@@ -64,25 +68,30 @@ await_mesh() {
 }
 
 cmd_up() {
-  local model='' replicas=2 port=8000 detach=0 precision=int8 shards=2 shared=remote redundant=2
+  local model='' replicas=2 port=8000 detach=0 precision=int8 single=0 threads='' shards=2 shared=remote redundant=2
   while (($#)); do
     case $1 in
-      --routed-shards) shards=${2:?--routed-shards needs a number}; shift 2 ;;
-      --shared-experts) shared=${2:?--shared-experts needs local or remote}; shift 2 ;;
-      --redundant-slots) redundant=${2:?--redundant-slots needs a number}; shift 2 ;;
       --model) model=${2:?--model needs a directory}; shift 2 ;;
       --decode-replicas) replicas=${2:?--decode-replicas needs a number}; shift 2 ;;
       --port) port=${2:?--port needs a number}; shift 2 ;;
       --precision) precision=${2:?--precision needs exact, bf16 or int8}; shift 2 ;;
+      --threads) threads=${2:?--threads needs a number}; shift 2 ;;
+      --routed-shards) shards=${2:?--routed-shards needs a number}; shift 2 ;;
+      --shared-experts) shared=${2:?--shared-experts needs local or remote}; shift 2 ;;
+      --redundant-slots) redundant=${2:?--redundant-slots needs a number}; shift 2 ;;
+      --single) single=1; shift ;;
       --detach) detach=1; shift ;;
       *) die_usage "up: unknown option '$1'" ;;
     esac
   done
   [[ $replicas =~ ^[1-9][0-9]*$ ]] || die_usage "up: --decode-replicas must be a positive number, got '$replicas'"
   [[ $port =~ ^[0-9]+$ ]] || die_usage "up: --port must be a number, got '$port'"
+  [[ -z $threads || $threads =~ ^[1-9][0-9]*$ ]] || die_usage "up: --threads must be a positive number, got '$threads'"
   [[ $shards =~ ^[0-9]+$ ]] || die_usage "up: --routed-shards must be a number (0: experts in the engines), got '$shards'"
   [[ $redundant =~ ^[0-9]+$ ]] || die_usage "up: --redundant-slots must be a number, got '$redundant'"
   [[ $shared == local || $shared == remote ]] || die_usage "up: --shared-experts must be local or remote, got '$shared'"
+  # --single: one engine process with its experts inside it, the baseline the mesh is measured against
+  ((single)) && { replicas=1; shards=0; shared=local; }
   ((shards > 0)) || [[ $shared == local ]] || die_usage "up: --shared-experts remote needs --routed-shards ≥ 1"
   local pids_file
   pids_file="$(mesh_home)/run/mesh.pids"
@@ -91,21 +100,28 @@ cmd_up() {
   command -v curl >/dev/null || { echo "moemesh: up needs curl" >&2; exit 1; }
   [[ -n $model ]] || model=$(cmd_offline demo-model small) || exit 1
   [[ -f $model/config.json ]] || { echo "moemesh: $model is not a checkpoint directory (no config.json)" >&2; exit 1; }
-  local m
-  for m in kv-store prefill-svc decode-svc gateway; do ensure_built "$m"; done
-  ((shards == 0)) || ensure_built expert-svc
+  local m modules=(kv-store prefill-svc decode-svc gateway)
+  ((single)) && modules=(decode-svc gateway)
+  ((shards == 0)) || modules+=(expert-svc)
+  for m in "${modules[@]}"; do ensure_built "$m"; done
 
   MESH_LOGS="$(mesh_home)/logs/$(date +%Y%m%d-%H%M%S)"
   mkdir -p "$MESH_LOGS" "$(mesh_home)/run"
-  # The engines share the cores: each gets its part (at least one thread).
-  local cores threads i decode_list=''
+  # The engines share the cores: each gets its part (at least one thread), unless --threads says otherwise.
+  local cores i decode_list='' engines=$((replicas + 1))
+  ((single)) && engines=1
   cores=$(nproc 2>/dev/null || echo 2)
-  threads=$((cores / (replicas + 1)))
+  [[ -n $threads ]] || threads=$((cores / engines))
   ((threads >= 1)) || threads=1
   local engine=("moemesh.engine.model-dir=$model" "moemesh.engine.precision=$precision" "moemesh.engine.threads=$threads")
   ((detach)) || trap 'stop_mesh; exit 130' INT TERM
-  start_service kv-store kv-store 9400 quarkus.grpc.server.port=9401
-  start_service prefill prefill-svc 9200 quarkus.grpc.server.port=9201 moemesh.prefill.kv-store=localhost:9401 "${engine[@]}"
+  local routing=(moemesh.gateway.prefill.replicas=localhost:9201)
+  if ((single)); then
+    routing=(moemesh.gateway.disaggregation=false)
+  else
+    start_service kv-store kv-store 9400 quarkus.grpc.server.port=9401
+    start_service prefill prefill-svc 9200 quarkus.grpc.server.port=9201 moemesh.prefill.kv-store=localhost:9401 "${engine[@]}"
+  fi
   # Expert parallelism: the decode replicas' MoE layers run on routed shards (+ a shared-expert service).
   local remote=() shard_list='' expert=("moemesh.expert.model-dir=$model" "moemesh.expert.precision=$precision" \
     "moemesh.expert.threads=1" "moemesh.expert.num-shards=$shards" "moemesh.expert.redundant-slots=$redundant")
@@ -126,15 +142,17 @@ cmd_up() {
     start_service "decode-$i" decode-svc $((9300 + 10 * i)) quarkus.grpc.server.port=$((9301 + 10 * i)) "${engine[@]}" "${remote[@]}"
     decode_list+="${decode_list:+,}localhost:$((9301 + 10 * i))"
   done
-  start_service gateway gateway "$port" "moemesh.gateway.model-dir=$model" moemesh.gateway.prefill.replicas=localhost:9201 \
+  start_service gateway gateway "$port" "moemesh.gateway.model-dir=$model" "${routing[@]}" \
     "moemesh.gateway.decode.replicas=$decode_list"
   if ! await_mesh; then
     stop_mesh
     exit 1
   fi
+  local shape="prefill, ${replicas} decode replica(s), kv-store"
+  ((single)) && shape="one decode process that computes the prompts too (--single)"
+  ((shards == 0)) || shape+=", $shards routed-expert shard(s) ($redundant redundant slots), shared experts $shared"
   cat <<MSG
-moemesh: the mesh is up on $(basename "$model") ($precision): gateway, prefill, ${replicas} decode replica(s), kv-store$(
-  ((shards == 0)) || echo ", $shards routed-expert shard(s) ($redundant redundant slots), shared experts $shared")
+moemesh: the mesh is up on $(basename "$model") ($precision, $threads thread(s) per engine): gateway, $shape
   OpenAI API   http://localhost:$port/v1
   logs         $MESH_LOGS
   try          curl -s http://localhost:$port/v1/chat/completions -H 'Content-Type: application/json' \\
