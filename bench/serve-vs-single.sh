@@ -6,6 +6,8 @@
 #
 #   bench/serve-vs-single.sh [OUT_DIR]      (default docs/bench/serve; MOEMESH_HOME as for bin/moemesh)
 #
+# SINGLE_UP and MESH_UP replace the `up` options of each shape, e.g. SINGLE_UP='--single --threads 1'.
+#
 # Run it on a quiet machine: nothing else may use the cores or the mesh's ports (8000, 9200-9401).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -22,7 +24,9 @@ WORKLOADS=(
 )
 
 for shape in single mesh; do
-  if [[ $shape == single ]]; then "$ROOT/bin/moemesh" up --single --detach; else "$ROOT/bin/moemesh" up --decode-replicas 1 --detach; fi
+  if [[ $shape == single ]]; then up=${SINGLE_UP:---single}; else up=${MESH_UP:---decode-replicas 1}; fi
+  # shellcheck disable=SC2086 # the options are words
+  "$ROOT/bin/moemesh" up $up --detach
   trap '"$ROOT/bin/moemesh" down' EXIT
   for w in "${WORKLOADS[@]}"; do
     # shellcheck disable=SC2086 # the options are words
