@@ -1,6 +1,7 @@
 package io.moemesh.bench;
 
 import io.moemesh.model.tokenizer.Tokenizer;
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -24,7 +25,7 @@ public final class ServeBench {
 
   private ServeBench() {}
 
-  public static void main(String[] args) throws Exception {
+  public static void main(String[] args) throws InterruptedException {
     ServeOptions options;
     try {
       options = ServeOptions.parse(args);
@@ -38,13 +39,25 @@ public final class ServeBench {
       System.out.println(ServeOptions.USAGE);
       return;
     }
+    try {
+      run(options);
+    } catch (IOException | IllegalStateException e) {
+      System.err.println("bench serve: " + e.getMessage());
+      System.exit(1);
+    }
+  }
+
+  private static void run(ServeOptions options) throws IOException, InterruptedException {
     var progress = new Progress();
-    String model = options.modelName() != null ? options.modelName() : ServeClient.servedModel(options.endpoint(), Duration.ofSeconds(10));
+    String model;
+    try {
+      model = options.modelName() != null ? options.modelName() : ServeClient.servedModel(options.endpoint(), Duration.ofSeconds(10));
+    } catch (IOException e) {
+      throw new IOException("cannot list the models of " + options.endpoint() + " (is the server up?): " + e, e);
+    }
     Path tokenizerDir = options.tokenizer() != null ? options.tokenizer() : demoModelDir(model);
     if (!Files.isRegularFile(tokenizerDir.resolve(Tokenizer.FILE_NAME))) {
-      System.err.println("bench serve: no " + Tokenizer.FILE_NAME + " in " + tokenizerDir + ": give the model directory as --tokenizer DIR");
-      System.exit(2);
-      return;
+      throw new IllegalStateException("no " + Tokenizer.FILE_NAME + " in " + tokenizerDir + ": give the model directory as --tokenizer DIR");
     }
     int[] ids;
     try (var tokenizer = Tokenizer.load(tokenizerDir)) {
@@ -57,7 +70,7 @@ public final class ServeBench {
     errors.forEach(e -> progress.log("failed: %s", e));
     System.out.print(ServeReport.table(options, model, stats));
     if (options.json() != null) ServeReport.writeJson(options.json(), ServeReport.json(options, model, stats, errors));
-    if (stats.completed() == 0) System.exit(1);
+    if (stats.completed() == 0) throw new IllegalStateException("no request completed");
   }
 
   /** The measured requests' results (in prompt order) and the run's wall-clock seconds. */
