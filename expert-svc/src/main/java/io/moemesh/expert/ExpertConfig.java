@@ -5,6 +5,9 @@ import io.moemesh.model.Precision;
 import io.smallrye.config.ConfigMapping;
 import io.smallrye.config.WithDefault;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
 import java.util.OptionalInt;
 
 /** Settings of an expert service ({@code moemesh.expert.*}). */
@@ -45,4 +48,39 @@ public interface ExpertConfig {
   /** Dispatch frames per layer the load counters cover (the balancer's window). */
   @WithDefault("1024")
   int loadWindow();
+
+  /** Every routed shard's gRPC address (host:port), in shard order, this one included: the balancer's shards. */
+  Optional<List<String>> peers();
+
+  Balancer balancer();
+
+  /** Live rebalancing, run by routed shard 0 over {@link #peers()} (ARCHITECTURE.md, "Expert parallelism"). */
+  interface Balancer {
+    /**
+     * How often shard 0 sums every shard's load, rebalances, and (when the placement changes) prepares the new
+     * placement on every shard and then publishes it to the attention replicas. 0: no balancer.
+     */
+    @WithDefault("0s")
+    Duration interval();
+
+    /**
+     * How long frames of a placement older than the active one must have stopped before the next change: the
+     * next Prepare drops that placement's experts, so a replica still on it would fail. Above the replicas'
+     * {@code moemesh.experts.placement-poll} plus a step.
+     */
+    @WithDefault("5s")
+    Duration settle();
+
+    /** The smallest rise in balancedness (mean over max tokens per shard, in (0, 1]) worth moving experts for. */
+    @WithDefault("0.02")
+    double minGain();
+
+    /** Routed tokens per MoE layer (summed over the shards' windows) below which the load is noise: no move. */
+    @WithDefault("256")
+    long minTokens();
+
+    /** Deadline of one shard's Prepare (it loads expert weights) and, divided by 10, of Info and Load. */
+    @WithDefault("120s")
+    Duration timeout();
+  }
 }

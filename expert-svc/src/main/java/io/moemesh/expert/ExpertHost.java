@@ -19,6 +19,11 @@ import io.quarkus.runtime.StartupEvent;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.event.Observes;
 import jakarta.inject.Inject;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicLong;
@@ -43,6 +48,7 @@ public class ExpertHost {
   private volatile String failure;
   private volatile ExpertLoad load;
   private final AtomicLong framesSinceAdvance = new AtomicLong();
+  private final Map<Long, Long> lastFrameNanos = new ConcurrentHashMap<>(); // placement version → its last dispatch frame
 
   /** The weights and the placement they were loaded for (null placement in the shared role). */
   record Held(ExpertWeights weights, Placement placement) {}
@@ -60,6 +66,7 @@ public class ExpertHost {
         boolean[] moe = new boolean[ExpertWeights.numLayers(model)];
         for (int i = 0; i < moe.length; i++) moe[i] = model.isMoeLayer(i);
         load = new ExpertLoad(moe, model.nRoutedExperts(), 8);
+        if (placement != null) metrics.preparedVersion(() -> held.placement().version());
         LOG.infof("experts ready: %s %s in %.1f s", config.role(), config.role() == ExpertConfig.Role.ROUTED
             ? "shard " + config.shard() + "/" + config.numShards() : "", (System.nanoTime() - start) / 1e9);
       } catch (RuntimeException e) {
@@ -114,6 +121,7 @@ public class ExpertHost {
     try (TensorArena scratch = TensorArena.confined()) {
       if (config.role() != ExpertConfig.Role.ROUTED) throw new IllegalArgumentException("this is a shared-expert service: send SharedFrames");
       Held h = held();
+      lastFrameNanos.put(frame.getPlacementVersion(), System.nanoTime());
       Tensor hidden = WireTensors.read(frame.getHidden(), "hidden", 2, scratch);
       Tensor scales = frame.hasScales() ? WireTensors.read(frame.getScales(), "scales", DType.F32, 1, scratch) : null;
       checkLayer(frame.getLayerId(), hidden);
@@ -175,9 +183,11 @@ public class ExpertHost {
   }
 
   /**
-   * Live rebalancing, step 1: loads the experts {@code next} assigns this shard, keeping those it holds now (an
-   * attention replica may still be on the old version), then swaps them in; frames queued before keep the old
-   * weights until they are done. Returns the number of experts this shard serves under {@code next}.
+   * Live rebalancing, step 1: loads the experts {@code next} assigns this shard, keeping those of the placement
+   * prepared before (attention replicas may still use it until the balancer publishes {@code next}), then swaps
+   * them in; frames queued before keep the old weights until they are done. Preparing the newest version again
+   * with the same slots does nothing; an older version, or the same one with other slots, is refused. Returns
+   * the number of experts this shard serves under {@code next}.
    */
   synchronized int prepare(Placement next) {
     Held h = held();
@@ -185,7 +195,15 @@ public class ExpertHost {
     if (next.numShards() != config.numShards() || next.numExperts() != model.nRoutedExperts())
       throw new IllegalArgumentException("placement for " + next.numShards() + " shards × " + next.numExperts() + " experts; this mesh has "
           + config.numShards() + " × " + model.nRoutedExperts());
-    if (next.version() <= h.placement().version()) return servedExperts(next);
+    for (int layer = 0; layer < next.numLayers(); layer++)
+      if (next.isMoeLayer(layer) != model.isMoeLayer(layer))
+        throw new IllegalArgumentException("the placement " + (next.isMoeLayer(layer) ? "has" : "lacks") + " layer " + layer
+            + ", which is " + (model.isMoeLayer(layer) ? "a MoE layer" : "dense"));
+    long newest = h.placement().version();
+    if (next.version() == newest && PlacementTables.sameSlots(next, h.placement())) return servedExperts(next);
+    if (next.version() <= newest)
+      throw new IllegalArgumentException("placement version " + next.version() + " is not above the newest prepared here, " + newest
+          + (next.version() == newest ? ", which has other slots" : ""));
     ExpertSelection now = ExpertSelection.shard(h.placement(), config.shard()), then = ExpertSelection.shard(next, config.shard());
     ExpertSelection both = new ExpertSelection() {
       @Override
@@ -198,12 +216,28 @@ public class ExpertHost {
         return false;
       }
     };
+    long start = System.nanoTime();
     var weights = ExpertWeights.load(config.modelDir(), config.precision(), kernels, both, null);
     held = new Held(weights, next);
     compute.execute(() -> h.weights().close()); // after every frame queued before the swap
-    LOG.infof("placement version %d prepared", next.version());
+    LOG.infof("placement version %d prepared in %.2f s (version %d kept)", next.version(), (System.nanoTime() - start) / 1e9, newest);
     return servedExperts(next);
   }
+
+  /** The placement versions of this shard's recent dispatch frames, newest first, with how long each has been idle. */
+  List<VersionInUse> placementsInUse() {
+    long now = System.nanoTime();
+    List<VersionInUse> out = new ArrayList<>();
+    lastFrameNanos.forEach((version, last) -> {
+      long idleMillis = (now - last) / 1_000_000;
+      if (idleMillis > 3_600_000) lastFrameNanos.remove(version, last); // an hour without frames: long gone
+      else out.add(new VersionInUse(version, idleMillis));
+    });
+    out.sort(Comparator.comparingLong(VersionInUse::version).reversed());
+    return out;
+  }
+
+  record VersionInUse(long version, long idleMillis) {}
 
   /** Experts (summed over MoE layers) this shard serves under {@code p}. */
   private int servedExperts(Placement p) {

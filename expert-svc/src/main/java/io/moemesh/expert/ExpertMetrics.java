@@ -1,15 +1,17 @@
 package io.moemesh.expert;
 
+import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.inject.Inject;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 
 /**
  * {@code moemesh_expert_*} on /q/metrics: frames, dispatch bytes (by part: hidden states, their scales, the
  * routing — so a BF16 dispatch's size, {@code 2·hidden + routing}, can be set against it), rows, compute
- * latency, failures.
+ * latency, failures, the prepared placement version (the balancer's own figures: {@link BalancerLoop}).
  */
 @ApplicationScoped
 public class ExpertMetrics {
@@ -28,6 +30,12 @@ public class ExpertMetrics {
     registry.counter("moemesh_expert_dispatch_part_bytes_total", "kind", kind, "part", "hidden").increment(hidden);
     registry.counter("moemesh_expert_dispatch_part_bytes_total", "kind", kind, "part", "scales").increment(scales);
     registry.counter("moemesh_expert_dispatch_part_bytes_total", "kind", kind, "part", "routing").increment(routing);
+  }
+
+  /** {@code moemesh_expert_prepared_version}: the newest placement whose experts this routed shard holds. */
+  void preparedVersion(Supplier<Number> version) {
+    Gauge.builder("moemesh_expert_prepared_version", version).description("Newest placement version whose experts this shard holds")
+        .register(registry);
   }
 
   void failed(String kind) {

@@ -1,6 +1,7 @@
 package io.moemesh.expert;
 
 import io.grpc.Status;
+import io.moemesh.model.ExpertWeights;
 import io.moemesh.model.moe.Placement;
 import io.moemesh.proto.expert.v1.CombineFrame;
 import io.moemesh.proto.expert.v1.DispatchFrame;
@@ -12,7 +13,7 @@ import io.moemesh.proto.expert.v1.Experts;
 import io.moemesh.proto.expert.v1.InfoRequest;
 import io.moemesh.proto.expert.v1.LayerExperts;
 import io.moemesh.proto.expert.v1.LayerLoad;
-import io.moemesh.proto.expert.v1.LayerSlots;
+import io.moemesh.proto.expert.v1.PlacementInUse;
 import io.moemesh.proto.expert.v1.PlacementTable;
 import io.moemesh.proto.expert.v1.PrepareResponse;
 import io.moemesh.proto.expert.v1.SharedFrame;
@@ -29,6 +30,7 @@ import java.util.Arrays;
 @GrpcService
 public class ExpertsService implements Experts {
   @Inject ExpertHost host;
+  @Inject BalancerLoop balancer;
 
   @Override
   public Multi<CombineFrame> dispatch(Multi<DispatchFrame> frames) {
@@ -53,6 +55,7 @@ public class ExpertsService implements Experts {
         if (held.placement().isMoeLayer(layer))
           b.addHeld(LayerExperts.newBuilder().setLayerId(layer)
               .addAllExperts(Arrays.stream(held.placement().expertsOnShard(layer, c.shard())).boxed().toList()));
+      balancer.active().ifPresent(p -> b.setActivePlacement(PlacementTables.toProto(p)));
       return b.build();
     });
   }
@@ -65,6 +68,8 @@ public class ExpertsService implements Experts {
       var b = ExpertLoadReport.newBuilder().setShard(host.config().shard()).setWindowSteps(host.config().loadWindow());
       for (int layer = 0; layer < counts.length; layer++)
         if (counts[layer] != null) b.addLayers(LayerLoad.newBuilder().setLayerId(layer).addAllTokensPerExpert(Arrays.stream(counts[layer]).boxed().toList()));
+      for (var v : host.placementsInUse())
+        b.addPlacementsInUse(PlacementInUse.newBuilder().setPlacementVersion(v.version()).setIdleMillis(v.idleMillis()));
       return b.build();
     });
   }
@@ -74,7 +79,7 @@ public class ExpertsService implements Experts {
     return Uni.createFrom().item(() -> {
       Placement next;
       try {
-        next = placement(table);
+        next = PlacementTables.fromProto(table, ExpertWeights.numLayers(ready().model()));
       } catch (IllegalArgumentException e) {
         throw Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException();
       }
@@ -85,17 +90,6 @@ public class ExpertsService implements Experts {
         throw Status.FAILED_PRECONDITION.withDescription(e.getMessage()).asRuntimeException();
       }
     }).runSubscriptionOn(io.smallrye.mutiny.infrastructure.Infrastructure.getDefaultWorkerPool());
-  }
-
-  private Placement placement(PlacementTable table) {
-    int numLayers = table.getLayersList().stream().mapToInt(LayerSlots::getLayerId).max().orElse(-1) + 1;
-    int[][] map = new int[numLayers][];
-    for (LayerSlots l : table.getLayersList()) {
-      if (l.getLayerId() < 0) throw new IllegalArgumentException("layer id " + l.getLayerId());
-      if (map[l.getLayerId()] != null) throw new IllegalArgumentException("layer " + l.getLayerId() + " appears twice");
-      map[l.getLayerId()] = l.getPhysicalToLogicalList().stream().mapToInt(Integer::intValue).toArray();
-    }
-    return Placement.of(table.getVersion(), table.getNumShards(), table.getNumExperts(), map);
   }
 
   private ExpertHost ready() {

@@ -1,6 +1,7 @@
 package io.moemesh.expert;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import com.google.protobuf.ByteString;
@@ -132,6 +133,10 @@ class ExpertsServiceTest {
       send(List.of(frame(1, dispatch(arena, 6, new int[] {expert}, 21))));
     }
     assertThat(tokens(layer, expert) - before).isEqualTo(6);
+    var inUse = experts.load(ExpertLoadRequest.getDefaultInstance()).await().atMost(TIMEOUT).getPlacementsInUseList();
+    assertThat(inUse).as("the balancer's settle check: versions of recent frames").singleElement()
+        .satisfies(v -> assertThat(v.getPlacementVersion()).isZero()).satisfies(v -> assertThat(v.getIdleMillis()).isBetween(0L, 60_000L));
+    assertThat(info.hasActivePlacement()).as("no balancer here").isFalse();
   }
 
   @Test
@@ -152,6 +157,12 @@ class ExpertsServiceTest {
     }
     var answer = experts.prepare(table.build()).await().atMost(TIMEOUT);
     assertThat(answer.getPlacementVersion()).isEqualTo(placement.version() + 1);
+    assertThat(experts.prepare(table.build()).await().atMost(TIMEOUT).getPlacementVersion()).as("again: nothing to do").isEqualTo(placement.version() + 1);
+    var sameVersionOtherSlots = PlacementTables.toProto(placement.withVersion(placement.version() + 1));
+    assertThatThrownBy(() -> experts.prepare(sameVersionOtherSlots).await().atMost(TIMEOUT))
+        .hasMessageContaining("FAILED_PRECONDITION").hasMessageContaining("other slots");
+    assertThatThrownBy(() -> experts.prepare(PlacementTables.toProto(placement)).await().atMost(TIMEOUT))
+        .hasMessageContaining("FAILED_PRECONDITION").hasMessageContaining("not above the newest prepared here, 1");
     try (TensorArena arena = TensorArena.confined()) {
       ExpertDispatch d = dispatch(arena, 4, new int[] {moved}, 8);
       CombineFrame got = send(List.of(frame(1, d))).get(0);

@@ -1,0 +1,66 @@
+package io.moemesh.expert;
+
+import io.grpc.ManagedChannel;
+import io.grpc.ManagedChannelBuilder;
+import io.grpc.StatusRuntimeException;
+import io.moemesh.proto.expert.v1.ExpertLoadReport;
+import io.moemesh.proto.expert.v1.ExpertLoadRequest;
+import io.moemesh.proto.expert.v1.ExpertServiceInfo;
+import io.moemesh.proto.expert.v1.ExpertsGrpc;
+import io.moemesh.proto.expert.v1.InfoRequest;
+import io.moemesh.proto.expert.v1.PlacementTable;
+import io.moemesh.proto.expert.v1.PrepareResponse;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+
+/** A routed shard over gRPC: Info and Load with a short deadline, Prepare (which loads weights) with a long one. */
+final class GrpcShardClient implements ShardClient {
+  private final String name;
+  private final ManagedChannel channel;
+  private final Duration prepareTimeout, callTimeout;
+
+  GrpcShardClient(int shard, String address, Duration prepareTimeout) {
+    this.name = "shard " + shard + " at " + address;
+    this.channel = ManagedChannelBuilder.forTarget(address).usePlaintext().maxInboundMessageSize(64 << 20).build();
+    this.prepareTimeout = prepareTimeout;
+    this.callTimeout = prepareTimeout.dividedBy(10);
+  }
+
+  @Override
+  public String name() {
+    return name;
+  }
+
+  @Override
+  public ExpertServiceInfo info() {
+    return call(() -> stub(callTimeout).info(InfoRequest.getDefaultInstance()));
+  }
+
+  @Override
+  public ExpertLoadReport load() {
+    return call(() -> stub(callTimeout).load(ExpertLoadRequest.getDefaultInstance()));
+  }
+
+  @Override
+  public PrepareResponse prepare(PlacementTable placement) {
+    return call(() -> stub(prepareTimeout).prepare(placement));
+  }
+
+  private ExpertsGrpc.ExpertsBlockingStub stub(Duration deadline) {
+    return ExpertsGrpc.newBlockingStub(channel).withDeadlineAfter(deadline.toMillis(), TimeUnit.MILLISECONDS);
+  }
+
+  private <T> T call(java.util.function.Supplier<T> rpc) {
+    try {
+      return rpc.get();
+    } catch (StatusRuntimeException e) {
+      channel.resetConnectBackoff(); // a restarted shard is tried at once next time
+      throw new IllegalStateException(name + ": " + e.getStatus(), e);
+    }
+  }
+
+  @Override
+  public void close() {
+    channel.shutdownNow();
+  }
+}

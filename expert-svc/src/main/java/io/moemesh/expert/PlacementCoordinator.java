@@ -1,0 +1,197 @@
+package io.moemesh.expert;
+
+import io.moemesh.model.moe.Placement;
+import io.moemesh.model.moe.balance.ExpertBalancer;
+import io.moemesh.proto.expert.v1.ExpertLoadReport;
+import io.moemesh.proto.expert.v1.ExpertRole;
+import io.moemesh.proto.expert.v1.ExpertServiceInfo;
+import io.moemesh.proto.expert.v1.LayerLoad;
+import io.moemesh.proto.expert.v1.PlacementInUse;
+import io.moemesh.proto.expert.v1.PlacementTable;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+
+/**
+ * Live rebalancing: one {@link #round()} per balancer interval, on routed shard 0, over every routed shard.
+ * <pre>
+ *   Info from every shard ── a shard's newest prepared version ≠ the active one ──▶ target: the active slots (repair)
+ *   Load from every shard ── a version older than the active one used within `settle` ──▶ SETTLING
+ *   summed load ── ExpertBalancer.rebalance(load, active) ── too few tokens, same slots, or gain < minGain ──▶ UNCHANGED
+ *                                                         └─ moved ──▶ target: the new slots
+ *   target, at a version never prepared before ── Prepare on every shard ── all answered ──▶ active (PUBLISHED | REPAIRED)
+ *                                                                         └─ one failed ──▶ active kept (FAILED)
+ * </pre>
+ * Why it is safe: a shard holds the experts of its newest prepared placement and of the one before. The active
+ * placement is every shard's newest before a round starts (else the round repairs that first), so during a
+ * round every shard holds both the active experts and the target's; replicas switch only once every shard has
+ * them; and the next round, which drops the old ones, waits until no shard has seen frames of an older version
+ * for {@code settle}. A shard that failed a Prepare, or restarted with its starting placement, is re-prepared
+ * with the active slots under a new version (replicas switch to that version: same slots, same results).
+ *
+ * <p>Not thread-safe: one thread runs the rounds; {@link #active()} may be read from any thread.
+ */
+final class PlacementCoordinator {
+  enum Outcome { PUBLISHED, REPAIRED, UNCHANGED, SETTLING, SKIPPED, FAILED }
+
+  /**
+   * What a round did (SKIPPED: a shard did not answer or answered nonsense; SETTLING: replicas still use an older
+   * placement; FAILED: a Prepare failed): the placement active after it; the balancedness of the window's summed load under the
+   * placement active when the round started and under the one the balancer proposed (NaN when the round
+   * stopped before the load); tokens per shard over its window (empty likewise); what happened, in words.
+   */
+  record Round(Outcome outcome, Placement active, double balancedness, double proposedBalancedness, long[] shardTokens, String detail) {}
+
+  /**
+   * When a round may move experts: not before frames of older placements have stopped for {@code settle}; only
+   * with at least {@code minTokensPerLayer} routed tokens per MoE layer in the summed window (fewer are noise);
+   * only for a rise in balancedness of at least {@code minGain}.
+   */
+  record Policy(Duration settle, double minGain, long minTokensPerLayer) {}
+
+  private final List<ShardClient> shards;
+  private final Policy policy;
+  private volatile Placement active;
+  private long newestVersion; // the highest version any shard holds or was asked to prepare: never reused
+
+  /**
+   * @param shards every routed shard, in shard order
+   * @param initial the placement the shards start with (version 0)
+   */
+  PlacementCoordinator(List<ShardClient> shards, Placement initial, Policy policy) {
+    if (shards.size() != initial.numShards())
+      throw new IllegalArgumentException(shards.size() + " shards to coordinate, the placement spans " + initial.numShards());
+    this.shards = List.copyOf(shards);
+    this.active = initial;
+    this.newestVersion = initial.version();
+    this.policy = policy;
+  }
+
+  /** The placement attention replicas should use: every shard holds its experts. */
+  Placement active() {
+    return active;
+  }
+
+  Round round() {
+    Placement current = active;
+    boolean repair = false;
+    for (int s = 0; s < shards.size(); s++) {
+      ExpertServiceInfo info;
+      try {
+        info = shards.get(s).info();
+      } catch (RuntimeException e) {
+        return stopped(Outcome.SKIPPED, current, message(e));
+      }
+      if (info.getRole() != ExpertRole.EXPERT_ROLE_ROUTED || info.getShard() != s || info.getNumShards() != shards.size())
+        return stopped(Outcome.SKIPPED, current, shards.get(s).name() + " is " + info.getRole() + " shard " + info.getShard() + " of "
+            + info.getNumShards() + ", expected routed shard " + s + " of " + shards.size());
+      newestVersion = Math.max(newestVersion, info.getPlacementVersion());
+      repair |= info.getPlacementVersion() != current.version();
+    }
+    long[][] load = new long[current.numLayers()][];
+    for (int layer = 0; layer < load.length; layer++) if (current.isMoeLayer(layer)) load[layer] = new long[current.numExperts()];
+    long[] shardTokens = new long[shards.size()];
+    for (int s = 0; s < shards.size(); s++) {
+      ExpertLoadReport report;
+      try {
+        report = shards.get(s).load();
+      } catch (RuntimeException e) {
+        return stopped(Outcome.SKIPPED, current, message(e));
+      }
+      for (PlacementInUse use : report.getPlacementsInUseList())
+        if (use.getPlacementVersion() < current.version() && use.getIdleMillis() < policy.settle().toMillis())
+          return stopped(Outcome.SETTLING, current, shards.get(s).name() + " served placement version " + use.getPlacementVersion() + " "
+              + use.getIdleMillis() + " ms ago; the active one is " + current.version());
+      try {
+        shardTokens[s] = add(load, report);
+      } catch (IllegalArgumentException e) {
+        return stopped(Outcome.SKIPPED, current, shards.get(s).name() + " reported " + e.getMessage());
+      }
+    }
+    double before = ExpertBalancer.balancedness(load, current);
+    Placement proposed = ExpertBalancer.rebalance(load, current);
+    double after = ExpertBalancer.balancedness(load, proposed);
+    long moeLayers = Arrays.stream(load).filter(Objects::nonNull).count(), tokens = Arrays.stream(shardTokens).sum();
+    Placement target;
+    if (repair) target = current.withVersion(newestVersion + 1);
+    else if (tokens < policy.minTokensPerLayer() * moeLayers || PlacementTables.sameSlots(proposed, current) || after - before < policy.minGain())
+      return new Round(Outcome.UNCHANGED, current, before, after, shardTokens,
+          "balancedness " + fmt(before) + ", proposed " + fmt(after) + ", " + tokens + " routed tokens in the window");
+    else target = proposed.withVersion(newestVersion + 1);
+    newestVersion = target.version();
+    String failures = prepareEverywhere(target);
+    if (!failures.isEmpty())
+      return new Round(Outcome.FAILED, current, before, after, shardTokens, "version " + target.version() + " not published: " + failures);
+    active = target;
+    return repair
+        ? new Round(Outcome.REPAIRED, target, before, after, shardTokens,
+            "version " + target.version() + " re-prepares the slots of version " + current.version() + " on every shard")
+        : new Round(Outcome.PUBLISHED, target, before, after, shardTokens,
+            "version " + target.version() + ": balancedness " + fmt(before) + " → " + fmt(after));
+  }
+
+  /** Prepares {@code target} on every shard at once; returns why some did not answer, or "" when all did. */
+  private String prepareEverywhere(Placement target) {
+    PlacementTable table = PlacementTables.toProto(target);
+    List<String> failures = new ArrayList<>();
+    try (var calls = Executors.newVirtualThreadPerTaskExecutor()) {
+      List<Future<?>> answers = new ArrayList<>();
+      for (ShardClient shard : shards)
+        answers.add(calls.submit(() -> {
+          long version = shard.prepare(table).getPlacementVersion();
+          if (version != target.version()) throw new IllegalStateException(shard.name() + " prepared version " + version);
+        }));
+      for (Future<?> answer : answers) {
+        try {
+          answer.get();
+        } catch (ExecutionException e) {
+          failures.add(message(e.getCause()));
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          failures.add("interrupted");
+        }
+      }
+    }
+    return String.join("; ", failures);
+  }
+
+  /** Adds a shard's counts to {@code load}; returns the shard's tokens. */
+  private static long add(long[][] load, ExpertLoadReport report) {
+    long tokens = 0;
+    for (LayerLoad layer : report.getLayersList()) {
+      int id = layer.getLayerId();
+      if (id < 0 || id >= load.length || load[id] == null) throw new IllegalArgumentException("load for layer " + id + ", not a MoE layer");
+      if (layer.getTokensPerExpertCount() != load[id].length)
+        throw new IllegalArgumentException(layer.getTokensPerExpertCount() + " experts in layer " + id + ", expected " + load[id].length);
+      for (int e = 0; e < load[id].length; e++) {
+        long n = layer.getTokensPerExpert(e);
+        if (n < 0) throw new IllegalArgumentException("negative load " + n + " in layer " + id);
+        load[id][e] += n;
+        tokens += n;
+      }
+    }
+    return tokens;
+  }
+
+  private static Round stopped(Outcome outcome, Placement active, String detail) {
+    return new Round(outcome, active, Double.NaN, Double.NaN, new long[0], detail);
+  }
+
+  private static String message(Throwable e) {
+    return e.getMessage() != null ? e.getMessage() : e.toString();
+  }
+
+  private static String fmt(double balancedness) {
+    return String.format("%.3f", balancedness);
+  }
+
+  @Override
+  public String toString() {
+    return "PlacementCoordinator{" + shards.size() + " shards, active " + active + ", newest version " + newestVersion + "}";
+  }
+}
