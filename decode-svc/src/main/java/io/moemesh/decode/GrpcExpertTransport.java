@@ -15,6 +15,7 @@ import io.moemesh.kernels.Tensor;
 import io.moemesh.model.ModelConfig;
 import io.moemesh.model.Precision;
 import io.moemesh.model.moe.ExpertDispatch;
+import io.moemesh.model.moe.Placement;
 import io.moemesh.proto.expert.v1.CombineFrame;
 import io.moemesh.proto.expert.v1.DispatchFrame;
 import io.moemesh.proto.expert.v1.ExpertRole;
@@ -28,6 +29,7 @@ import java.nio.ByteOrder;
 import java.time.Duration;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
@@ -70,6 +72,11 @@ final class GrpcExpertTransport implements ExpertTransport {
         transport.close();
         throw e;
       }
+    }
+
+    @Override
+    public Optional<Placement> activePlacement(ExpertsSettings settings, ModelConfig model) {
+      return PlacementWatcher.active(settings, model);
     }
   }
 

@@ -19,6 +19,7 @@ import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.event.Observes;
 import jakarta.enterprise.inject.Instance;
 import jakarta.inject.Inject;
+import java.util.Optional;
 import java.util.concurrent.atomic.AtomicReference;
 import org.eclipse.microprofile.config.ConfigProvider;
 import org.jboss.logging.Logger;
@@ -37,6 +38,7 @@ public class EngineHost {
   @Inject KvConnector connector;
   @Inject Instance<ExpertTransportFactory> transports;
   private volatile ExpertTransport transport; // the links to expert services, when the experts are remote
+  private volatile DispatchingExperts dispatching; // the MoE layers' experts, when they are remote
 
   void start(@Observes StartupEvent event) {
     Thread.ofPlatform().name("engine-load").start(() -> {
@@ -58,17 +60,19 @@ public class EngineHost {
 
   /**
    * Attention here, routed experts (and, if so configured, shared experts) on expert services: only the
-   * experts that stay local are loaded; the starting placement is the shards' (checked by the transport).
+   * experts that stay local are loaded; the starting placement is the one the balancer has published, if any,
+   * else the shards' starting one (checked by the transport).
    */
   private LoadedEngine openWithRemoteExperts(EngineSettings settings, ExpertsSettings experts) {
     if (!transports.isResolvable()) throw new IllegalStateException("moemesh.experts.routed=remote but this service has no expert transport");
     ModelConfig model = ModelConfigReader.read(settings.modelDir().resolve("config.json"));
     ExpertTransport transport = transports.get().connect(experts, model, settings.precision());
     this.transport = transport;
-    Placement placement = ExpertWeights.initialPlacement(model, experts.shards().size(), experts.redundantSlots());
     try {
+      Placement placement = transports.get().activePlacement(experts, model)
+          .orElseGet(() -> ExpertWeights.initialPlacement(model, experts.shards().size(), experts.redundantSlots()));
       return LoadedEngine.open(settings, connector, experts.sharedRemote() ? ExpertSelection.NONE : ExpertSelection.SHARED_ONLY,
-          m -> new DispatchingExperts(transport, placement, experts.sharedRemote() ? null : m.localExperts(),
+          m -> dispatching = new DispatchingExperts(transport, placement, experts.sharedRemote() ? null : m.localExperts(),
               settings.precision() == Precision.INT8, experts.timeout()), (done, total) -> {});
     } catch (RuntimeException e) {
       transport.close();
@@ -89,6 +93,11 @@ public class EngineHost {
     String why = failure.get();
     throw Status.UNAVAILABLE.withDescription(why == null ? "the model is still loading" : "the engine failed to start: " + why)
         .asRuntimeException();
+  }
+
+  /** The remote experts of the running engine ({@code moemesh.experts.routed=remote}), e.g. to switch placements. */
+  public Optional<DispatchingExperts> dispatchingExperts() {
+    return isReady() ? Optional.ofNullable(dispatching) : Optional.empty();
   }
 
   public Engine engine() {

@@ -17,6 +17,8 @@ import java.util.function.Function;
  *   shared           local    local | remote: the shared experts here, or on a shared-expert service
  *   shared-address   —        with shared=remote: its gRPC address
  *   timeout          30s      how long one MoE layer waits for its experts
+ *   placement-poll   1s       with routed=remote: how often decode-svc asks shard 0 for a newer placement
+ *                             (read by decode-svc's PlacementWatcher)
  * </pre>
  */
 public record ExpertsSettings(boolean routedRemote, List<String> shards, int redundantSlots, boolean sharedRemote,

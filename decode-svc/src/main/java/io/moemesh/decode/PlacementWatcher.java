@@ -1,0 +1,139 @@
+package io.moemesh.decode;
+
+import io.grpc.ManagedChannel;
+import io.grpc.ManagedChannelBuilder;
+import io.grpc.StatusRuntimeException;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.moemesh.engine.experts.DispatchingExperts;
+import io.moemesh.enginehost.EngineHost;
+import io.moemesh.enginehost.ExpertsSettings;
+import io.moemesh.model.ExpertWeights;
+import io.moemesh.model.ModelConfig;
+import io.moemesh.model.moe.Placement;
+import io.moemesh.proto.expert.v1.ExpertServiceInfo;
+import io.moemesh.proto.expert.v1.ExpertsGrpc;
+import io.moemesh.proto.expert.v1.InfoRequest;
+import io.moemesh.proto.expert.v1.LayerSlots;
+import io.moemesh.proto.expert.v1.PlacementTable;
+import io.quarkus.runtime.ShutdownEvent;
+import io.quarkus.runtime.StartupEvent;
+import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.enterprise.event.Observes;
+import jakarta.inject.Inject;
+import java.time.Duration;
+import java.util.Optional;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import org.eclipse.microprofile.config.ConfigProvider;
+import org.jboss.logging.Logger;
+
+/**
+ * Keeps this replica on the placement the experts' balancer publishes (routed shard 0's
+ * {@code ExpertServiceInfo.active_placement}): every {@code moemesh.experts.placement-poll} (1s) it asks shard 0,
+ * on its own thread, never the engine's, and hands a newer placement to {@link DispatchingExperts}, which switches
+ * at the next forward pass. The shards keep the previous placement's experts until the balancer's next change,
+ * so a step under way finishes on the old version; results are the same bits under any placement.
+ * Metric: {@code moemesh_expert_placement_version} (the version the next forward pass uses).
+ */
+@ApplicationScoped
+public class PlacementWatcher {
+  private static final Logger LOG = Logger.getLogger(PlacementWatcher.class);
+  @Inject EngineHost host;
+  @Inject MeterRegistry registry;
+  private ScheduledExecutorService timer;
+  private ManagedChannel shard0;
+  private String refused = ""; // why the published placement was last refused, to say so once
+
+  void start(@Observes StartupEvent event) {
+    var config = ConfigProvider.getConfig();
+    ExpertsSettings experts = ExpertsSettings.fromConfig(key -> config.getOptionalValue(key, String.class));
+    if (!experts.routedRemote()) return;
+    Duration poll = config.getOptionalValue("moemesh.experts.placement-poll", Duration.class).orElse(Duration.ofSeconds(1));
+    shard0 = channel(experts.shards().getFirst());
+    Gauge.builder("moemesh_expert_placement_version", host,
+        h -> h.dispatchingExperts().map(d -> (double) d.placement().version()).orElse(Double.NaN))
+        .description("Placement version of the routed experts the next forward pass uses").register(registry);
+    timer = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().name("placement-watch").daemon().factory());
+    timer.scheduleWithFixedDelay(() -> poll(poll), poll.toMillis(), poll.toMillis(), TimeUnit.MILLISECONDS);
+  }
+
+  void stop(@Observes ShutdownEvent event) {
+    if (timer != null) timer.shutdownNow();
+    if (shard0 != null) shard0.shutdownNow();
+  }
+
+  private void poll(Duration deadline) {
+    try {
+      DispatchingExperts experts = host.dispatchingExperts().orElse(null);
+      if (experts == null) return; // still loading
+      ExpertServiceInfo info = ExpertsGrpc.newBlockingStub(shard0).withDeadlineAfter(Math.max(deadline.toMillis(), 1000), TimeUnit.MILLISECONDS)
+          .info(InfoRequest.getDefaultInstance());
+      Placement current = experts.placement();
+      newer(info, current).ifPresent(next -> {
+        experts.usePlacement(next);
+        LOG.infof("experts: placement version %d from the next step on (was %d)", next.version(), current.version());
+      });
+    } catch (StatusRuntimeException e) {
+      shard0.resetConnectBackoff();
+      LOG.debugf("experts: shard 0 did not answer Info: %s", e.getStatus());
+    } catch (IllegalArgumentException e) {
+      if (!refused.equals(e.getMessage())) LOG.warnf("experts: the published placement does not fit this engine: %s", e.getMessage());
+      refused = e.getMessage();
+    } catch (RuntimeException e) {
+      LOG.error("experts: placement poll failed", e); // the next poll tries again
+    }
+  }
+
+  /**
+   * The placement {@code info} publishes if it is newer than {@code current}; an IllegalArgumentException if it
+   * does not fit the engine (other shards, experts or MoE layers).
+   */
+  static Optional<Placement> newer(ExpertServiceInfo info, Placement current) {
+    if (!info.hasActivePlacement() || info.getActivePlacement().getVersion() <= current.version()) return Optional.empty();
+    return Optional.of(fitting(info.getActivePlacement(), current.numLayers(), current));
+  }
+
+  /**
+   * Asks routed shard 0 once for the placement its balancer publishes (a replica starting after a rebalance
+   * begins with it); empty if it publishes none or does not answer (then the poll catches up).
+   */
+  static Optional<Placement> active(ExpertsSettings settings, ModelConfig model) {
+    ManagedChannel channel = channel(settings.shards().getFirst());
+    try {
+      ExpertServiceInfo info = ExpertsGrpc.newBlockingStub(channel).withDeadlineAfter(10, TimeUnit.SECONDS).info(InfoRequest.getDefaultInstance());
+      if (!info.hasActivePlacement()) return Optional.empty();
+      Placement start = ExpertWeights.initialPlacement(model, settings.shards().size(), settings.redundantSlots());
+      return Optional.of(fitting(info.getActivePlacement(), start.numLayers(), start));
+    } catch (StatusRuntimeException e) {
+      LOG.warnf("experts: routed shard 0 at %s did not say its placement (%s); starting on the initial one", settings.shards().getFirst(),
+          e.getStatus());
+      return Optional.empty();
+    } finally {
+      channel.shutdownNow();
+    }
+  }
+
+  /** {@code table} as a placement over {@code numLayers} layer ids, checked against {@code like}'s shape. */
+  private static Placement fitting(PlacementTable table, int numLayers, Placement like) {
+    int[][] map = new int[numLayers][];
+    for (LayerSlots l : table.getLayersList()) {
+      if (l.getLayerId() < 0 || l.getLayerId() >= numLayers || map[l.getLayerId()] != null)
+        throw new IllegalArgumentException("version " + table.getVersion() + " has a bad or repeated layer id " + l.getLayerId());
+      map[l.getLayerId()] = l.getPhysicalToLogicalList().stream().mapToInt(Integer::intValue).toArray();
+    }
+    Placement p = Placement.of(table.getVersion(), table.getNumShards(), table.getNumExperts(), map);
+    if (p.numShards() != like.numShards() || p.numExperts() != like.numExperts() || p.numSlots() != like.numSlots())
+      throw new IllegalArgumentException("version " + p.version() + " spans " + p.numShards() + " shards × " + p.numSlots() + " slots of "
+          + p.numExperts() + " experts; this engine " + like.numShards() + " × " + like.numSlots() + " of " + like.numExperts());
+    for (int layer = 0; layer < numLayers; layer++)
+      if (p.isMoeLayer(layer) != like.isMoeLayer(layer))
+        throw new IllegalArgumentException("version " + p.version() + (p.isMoeLayer(layer) ? " places" : " lacks") + " layer " + layer);
+    return p;
+  }
+
+  private static ManagedChannel channel(String address) {
+    return ManagedChannelBuilder.forTarget(address).usePlaintext().maxInboundMessageSize(64 << 20).build();
+  }
+}
