@@ -1,6 +1,7 @@
 package io.moemesh.e2e;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.grpc.ManagedChannel;
@@ -9,13 +10,22 @@ import io.moemesh.engine.EngineSettings;
 import io.moemesh.engine.GenerationRequest;
 import io.moemesh.engine.KvConnector;
 import io.moemesh.engine.LoadedEngine;
+import io.moemesh.model.ExpertWeights;
 import io.moemesh.model.demo.DemoCheckpoint;
+import io.moemesh.model.moe.Placement;
+import io.moemesh.model.moe.balance.ExpertBalancer;
 import io.moemesh.model.sampling.SamplingParams;
 import io.moemesh.model.tokenizer.Tokenizer;
 import io.moemesh.proto.common.v1.FinishReason;
 import io.moemesh.proto.decode.v1.DecodeGrpc;
 import io.moemesh.proto.decode.v1.GenerateRequest;
 import io.moemesh.proto.decode.v1.GenerateResponse;
+import io.moemesh.proto.expert.v1.ExpertLoadRequest;
+import io.moemesh.proto.expert.v1.ExpertServiceInfo;
+import io.moemesh.proto.expert.v1.ExpertsGrpc;
+import io.moemesh.proto.expert.v1.InfoRequest;
+import io.moemesh.proto.expert.v1.LayerSlots;
+import io.moemesh.proto.expert.v1.PlacementTable;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -27,22 +37,34 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * The whole design as real processes on the tiny model: 2 routed-expert shards (with 2 redundant slots), a
- * shared-expert service, kv-store, prefill, 2 decode replicas whose MoE layers run on those services, and the
- * gateway. Remote experts give the tokens of one in-process engine; a killed shard fails only the requests
- * that need it, with a clear error, and a restarted one rejoins without restarting anything else.
+ * The whole design as real processes on the tiny model with a skewed router ({@code make-model --router-skew 1}):
+ * 2 routed-expert shards (with 2 redundant slots; shard 0 runs the balancer every second), a shared-expert
+ * service, kv-store, prefill, 2 decode replicas whose MoE layers run on those services, and the gateway. Remote
+ * experts give the tokens of one in-process engine, also while the placement changes under load; a killed shard
+ * fails only the requests that need it, with a clear error, and a restarted one rejoins without restarting
+ * anything else.
  */
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class ExpertParallelMeshTest {
+  static final float ROUTER_SKEW = 1f; // half of each MoE layer's routed tokens go to one hot expert
   static final Duration READY = Duration.ofMinutes(3);
   static Path model;
   static final List<String> SHARD_PROPS = new ArrayList<>();
@@ -52,19 +74,26 @@ class ExpertParallelMeshTest {
 
   @BeforeAll
   static void startMesh() throws Exception {
-    model = Files.createTempDirectory("moemesh-e2e-experts").resolve("tiny");
-    DemoCheckpoint.writeShipped("tiny", model, 13, DemoCheckpoint.Format.BF16, (done, total) -> {});
+    Path dir = Files.createTempDirectory("moemesh-e2e-experts");
+    model = dir.resolve("tiny");
+    Path config = dir.resolve("tiny.json");
+    try (var in = DemoCheckpoint.class.getResourceAsStream("/io/moemesh/model/configs/tiny.json")) {
+      Files.copy(in, config);
+    }
+    DemoCheckpoint.write(config, model, 13, DemoCheckpoint.Format.BF16, ROUTER_SKEW, (done, total) -> {});
     List<String> expert = List.of("moemesh.expert.model-dir=" + model, "moemesh.expert.threads=1", "moemesh.expert.num-shards=2",
         "moemesh.expert.redundant-slots=2");
-    shard0 = ServiceProcess.start("expert-svc", "expert-routed-0", with(expert, "moemesh.expert.shard=0"));
-    shard1 = ServiceProcess.start("expert-svc", "expert-routed-1", with(expert, "moemesh.expert.shard=1"));
+    int[] shardGrpc = {ServiceProcess.freePort(), ServiceProcess.freePort()};
+    shard0 = ServiceProcess.start("expert-svc", "expert-routed-0", with(expert, "moemesh.expert.shard=0", "moemesh.expert.balancer.interval=1s",
+        "moemesh.expert.peers=localhost:" + shardGrpc[0] + ",localhost:" + shardGrpc[1]), ServiceProcess.freePort(), shardGrpc[0]);
+    shard1 = ServiceProcess.start("expert-svc", "expert-routed-1", with(expert, "moemesh.expert.shard=1"), ServiceProcess.freePort(), shardGrpc[1]);
     shared = ServiceProcess.start("expert-svc", "expert-shared", with(expert, "moemesh.expert.role=shared"));
     kvStore = ServiceProcess.start("kv-store", "kv-store-ep", List.of("moemesh.kv-store.max-bytes=64M"));
     List<String> engine = List.of("moemesh.engine.model-dir=" + model, "moemesh.engine.kv-cache-memory=16M", "moemesh.engine.threads=1");
     prefill = ServiceProcess.start("prefill-svc", "prefill-ep", with(engine, "moemesh.prefill.kv-store=" + kvStore.grpcAddress()));
     List<String> remote = with(engine, "moemesh.experts.routed=remote", "moemesh.experts.shards=" + shard0.grpcAddress() + "," + shard1.grpcAddress(),
         "moemesh.experts.redundant-slots=2", "moemesh.experts.shared=remote", "moemesh.experts.shared-address=" + shared.grpcAddress(),
-        "moemesh.experts.timeout=10s");
+        "moemesh.experts.timeout=10s", "moemesh.experts.placement-poll=500ms");
     decode0 = ServiceProcess.start("decode-svc", "decode-ep-0", remote);
     decode1 = ServiceProcess.start("decode-svc", "decode-ep-1", remote);
     gateway = ServiceProcess.start("gateway", "gateway-ep", List.of("moemesh.gateway.model-dir=" + model,
@@ -94,6 +123,83 @@ class ExpertParallelMeshTest {
   }
 
   @Test
+  @Order(1)
+  void thePlacementMovesUnderLoadAndEveryRequestStillGetsTheTextOfOneProcess() throws Exception {
+    var http = HttpClient.newHttpClient();
+    var mapper = new ObjectMapper();
+    List<int[]> prompts = IntStream.range(0, 16).mapToObj(i -> prompt(500 + i, 5 + 7 * i)).toList();
+    List<String> expected = new ArrayList<>();
+    try (var tokenizer = Tokenizer.load(model)) {
+      for (int i = 0; i < prompts.size(); i++)
+        expected.add(tokenizer.decode(reference.engine().submit(GenerationRequest.of("r" + i, prompts.get(i), SamplingParams.greedy(), 12))
+            .await(Duration.ofSeconds(60)).tokenIds(), true));
+    }
+    assertThat(placementVersion(decode0)).isZero();
+
+    var stop = new AtomicBoolean();
+    var done = new AtomicInteger();
+    List<String> problems = new CopyOnWriteArrayList<>();
+    List<Thread> clients = new ArrayList<>();
+    for (int c = 0; c < 4; c++) { // 4 clients, one request at a time each, until told to stop
+      int first = c;
+      clients.add(Thread.ofVirtual().start(() -> {
+        for (int i = first; !stop.get(); i = (i + 4) % prompts.size()) {
+          String body = "{\"model\": \"tiny\", \"prompt\": " + Arrays.toString(prompts.get(i)) + ", \"max_tokens\": 12, \"temperature\": 0}";
+          try {
+            var response = http.send(HttpRequest.newBuilder(URI.create("http://localhost:" + gateway.httpPort + "/v1/completions"))
+                .header("Content-Type", "application/json").timeout(Duration.ofSeconds(120)).POST(HttpRequest.BodyPublishers.ofString(body)).build(),
+                HttpResponse.BodyHandlers.ofString());
+            String text = response.statusCode() == 200 ? mapper.readTree(response.body()).at("/choices/0/text").asText() : null;
+            if (!expected.get(i).equals(text)) problems.add("prompt " + i + ": " + response.statusCode() + " " + response.body());
+            done.incrementAndGet();
+          } catch (Exception e) {
+            problems.add("prompt " + i + ": " + e);
+          }
+        }
+      }));
+    }
+    var figures = new AtomicReference<String>("none yet");
+    try {
+      // the balancer moves experts once the shards have counted enough tokens, both replicas switch, and the
+      // routed tokens counted so far are at least 0.9 balanced under the active placement
+      await().atMost(Duration.ofMinutes(5)).pollInterval(Duration.ofMillis(500)).untilAsserted(() -> {
+        if (!problems.isEmpty()) return;
+        assertThat(placementVersion(decode0)).as("decode 0's placement version").isGreaterThanOrEqualTo(1);
+        assertThat(placementVersion(decode1)).as("decode 1's placement version").isGreaterThanOrEqualTo(1);
+        figures.set(balancedness());
+        assertThat(figures.get()).as("balancedness").startsWith("ok");
+      });
+      int atSwitch = done.get();
+      await().atMost(Duration.ofMinutes(3)).pollInterval(Duration.ofMillis(250)).until(() -> !problems.isEmpty() || done.get() >= atSwitch + 8);
+    } finally {
+      stop.set(true);
+      for (Thread t : clients) t.join();
+    }
+    System.out.println("ExpertParallelMeshTest: " + figures.get());
+    assertThat(problems).as("requests that failed or differ from one process").isEmpty();
+    assertThat(counter(shard0, "moemesh_expert_balancer_rounds_total{outcome=\"published\"")).isGreaterThanOrEqualTo(1);
+    for (ServiceProcess p : List.of(shard0, shard1)) assertThat(counter(p, "moemesh_expert_frame_failures_total")).as(p.name).isZero();
+    await().atMost(Duration.ofSeconds(30)).untilAsserted(() ->
+        assertThat(counter(shard0, "moemesh_expert_balancedness{placement=\"active\"")).as("shard 0's own figure").isGreaterThanOrEqualTo(0.85));
+  }
+
+  /**
+   * "ok: …" when the routed tokens both shards counted are ≥ 0.9 balanced under shard 0's active placement and
+   * better than under the starting one; else why not, with the figures.
+   */
+  private static String balancedness() {
+    ExpertServiceInfo info = info(shard0);
+    long[][] load = load(info.getActivePlacement());
+    Placement start = ExpertWeights.initialPlacement(reference.model().config(), 2, 2);
+    Placement active = placement(info.getActivePlacement());
+    double before = ExpertBalancer.balancedness(load, start), after = ExpertBalancer.balancedness(load, active);
+    String figures = String.format("balancedness of %d routed tokens: %.3f with the starting placement, %.3f with version %d",
+        Arrays.stream(load).filter(Objects::nonNull).flatMapToLong(Arrays::stream).sum(), before, after, active.version());
+    return (after >= 0.9 && after > before ? "ok: " : "not yet: ") + figures;
+  }
+
+  @Test
+  @Order(2)
   void completionsWithRemoteExpertsAreTheTextOfOneProcess() throws Exception {
     var http = HttpClient.newHttpClient();
     var mapper = new ObjectMapper();
@@ -132,6 +238,7 @@ class ExpertParallelMeshTest {
   }
 
   @Test
+  @Order(3)
   void aKilledShardFailsWhatNeedsItWithAClearErrorAndRejoinsWhenRestarted() throws Exception {
     int[] p = prompt(77, 20);
     var expected = IntStream.of(reference.engine().submit(GenerationRequest.of("k", p, SamplingParams.greedy(), 8))
@@ -149,6 +256,7 @@ class ExpertParallelMeshTest {
     shard1 = ServiceProcess.start("expert-svc", "expert-routed-1", with(List.of("moemesh.expert.model-dir=" + model, "moemesh.expert.threads=1",
         "moemesh.expert.num-shards=2", "moemesh.expert.redundant-slots=2", "moemesh.expert.shard=1")), http, grpc);
     shard1.awaitReady(READY);
+    awaitPlacementsAgree(); // it starts on the initial placement: the balancer re-prepares it with the active slots
     assertThat(decodeHere("after", p)).as("the restarted shard serves again, nothing else restarted").isEqualTo(expected);
   }
 
@@ -173,6 +281,51 @@ class ExpertParallelMeshTest {
     return DecodeGrpc.newBlockingStub(decodeChannel).withDeadlineAfter(120, TimeUnit.SECONDS).generate(GenerateRequest.newBuilder()
         .setRequestId(id).addAllPromptTokenIds(IntStream.of(prompt).boxed().toList()).setMaxTokens(8)
         .setSampling(io.moemesh.proto.common.v1.SamplingParams.getDefaultInstance()).build());
+  }
+
+  /** Waits until every shard holds the placement shard 0 publishes and decode 0 uses it. */
+  private static void awaitPlacementsAgree() {
+    await().atMost(Duration.ofMinutes(2)).pollInterval(Duration.ofMillis(250)).ignoreExceptions().until(() -> {
+      long active = info(shard0).getActivePlacement().getVersion();
+      return info(shard0).getPlacementVersion() == active && info(shard1).getPlacementVersion() == active && placementVersion(decode0) == active;
+    });
+  }
+
+  static ExpertServiceInfo info(ServiceProcess shard) {
+    ManagedChannel channel = ManagedChannelBuilder.forTarget(shard.grpcAddress()).usePlaintext().build();
+    try {
+      return ExpertsGrpc.newBlockingStub(channel).withDeadlineAfter(10, TimeUnit.SECONDS).info(InfoRequest.getDefaultInstance());
+    } finally {
+      channel.shutdownNow();
+    }
+  }
+
+  /** Routed tokens per expert per layer over both shards' windows, [layerId][expert] as the balancer sums them. */
+  static long[][] load(PlacementTable like) {
+    long[][] load = new long[placement(like).numLayers()][];
+    for (ServiceProcess shard : List.of(shard0, shard1)) {
+      ManagedChannel channel = ManagedChannelBuilder.forTarget(shard.grpcAddress()).usePlaintext().build();
+      try {
+        for (var layer : ExpertsGrpc.newBlockingStub(channel).withDeadlineAfter(10, TimeUnit.SECONDS).load(ExpertLoadRequest.getDefaultInstance())
+            .getLayersList()) {
+          long[] row = load[layer.getLayerId()] == null ? load[layer.getLayerId()] = new long[like.getNumExperts()] : load[layer.getLayerId()];
+          for (int e = 0; e < row.length; e++) row[e] += layer.getTokensPerExpert(e);
+        }
+      } finally {
+        channel.shutdownNow();
+      }
+    }
+    return load;
+  }
+
+  static Placement placement(PlacementTable table) {
+    int[][] map = new int[ExpertWeights.numLayers(reference.model().config())][];
+    for (LayerSlots l : table.getLayersList()) map[l.getLayerId()] = l.getPhysicalToLogicalList().stream().mapToInt(Integer::intValue).toArray();
+    return Placement.of(table.getVersion(), table.getNumShards(), table.getNumExperts(), map);
+  }
+
+  static double placementVersion(ServiceProcess decode) throws Exception {
+    return counter(decode, "moemesh_expert_placement_version");
   }
 
   static double counter(ServiceProcess p, String prefix) throws Exception {

@@ -80,7 +80,7 @@ final class ServiceProcess implements AutoCloseable {
     return String.join("\n", lines.subList(Math.max(0, lines.size() - 40), lines.size()));
   }
 
-  private static int freePort() throws IOException {
+  static int freePort() throws IOException {
     try (var s = new ServerSocket(0)) {
       return s.getLocalPort();
     }
