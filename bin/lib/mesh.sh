@@ -5,7 +5,7 @@
 #   kv-store        HTTP 9400  gRPC 9401
 #   prefill-svc     HTTP 9200  gRPC 9201
 #   decode-svc #i   HTTP 9300+10i  gRPC 9301+10i
-#   expert-svc routed shard #i   HTTP 9500+10i  gRPC 9501+10i
+#   expert-svc routed shard #i   HTTP 9500+10i  gRPC 9501+10i   (shard 0 also runs the balancer)
 #   expert-svc shared            HTTP 9600      gRPC 9601
 #   gateway         HTTP --port (8000)
 #
@@ -68,7 +68,7 @@ await_mesh() {
 }
 
 cmd_up() {
-  local model='' replicas=2 port=8000 detach=0 precision=int8 single=0 threads='' shards=2 shared=remote redundant=2
+  local model='' replicas=2 port=8000 detach=0 precision=int8 single=0 threads='' shards=2 shared=remote redundant=2 balance=60s
   while (($#)); do
     case $1 in
       --model) model=${2:?--model needs a directory}; shift 2 ;;
@@ -79,6 +79,7 @@ cmd_up() {
       --routed-shards) shards=${2:?--routed-shards needs a number}; shift 2 ;;
       --shared-experts) shared=${2:?--shared-experts needs local or remote}; shift 2 ;;
       --redundant-slots) redundant=${2:?--redundant-slots needs a number}; shift 2 ;;
+      --balance-every) balance=${2:?--balance-every needs a duration, e.g. 60s (0 = off)}; shift 2 ;;
       --single) single=1; shift ;;
       --detach) detach=1; shift ;;
       *) die_usage "up: unknown option '$1'" ;;
@@ -89,6 +90,7 @@ cmd_up() {
   [[ -z $threads || $threads =~ ^[1-9][0-9]*$ ]] || die_usage "up: --threads must be a positive number, got '$threads'"
   [[ $shards =~ ^[0-9]+$ ]] || die_usage "up: --routed-shards must be a number (0: experts in the engines), got '$shards'"
   [[ $redundant =~ ^[0-9]+$ ]] || die_usage "up: --redundant-slots must be a number, got '$redundant'"
+  [[ $balance =~ ^[0-9]+(ms|s|m|h)?$ ]] || die_usage "up: --balance-every must be a duration such as 60s or 0, got '$balance'"
   [[ $shared == local || $shared == remote ]] || die_usage "up: --shared-experts must be local or remote, got '$shared'"
   # --single: one engine process with its experts inside it, the baseline the mesh is measured against
   ((single)) && { replicas=1; shards=0; shared=local; }
@@ -125,10 +127,12 @@ cmd_up() {
   # Expert parallelism: the decode replicas' MoE layers run on routed shards (+ a shared-expert service).
   local remote=() shard_list='' expert=("moemesh.expert.model-dir=$model" "moemesh.expert.precision=$precision" \
     "moemesh.expert.threads=1" "moemesh.expert.num-shards=$shards" "moemesh.expert.redundant-slots=$redundant")
-  for ((i = 0; i < shards; i++)); do
+  for ((i = 0; i < shards; i++)); do shard_list+="${shard_list:+,}localhost:$((9501 + 10 * i))"; done
+  for ((i = 0; i < shards; i++)); do # shard 0 also rebalances them all every --balance-every
+    local balancer=()
+    ((i > 0)) || balancer=("moemesh.expert.peers=$shard_list" "moemesh.expert.balancer.interval=$balance")
     start_service "expert-routed-$i" expert-svc $((9500 + 10 * i)) quarkus.grpc.server.port=$((9501 + 10 * i)) "${expert[@]}" \
-      moemesh.expert.shard=$i
-    shard_list+="${shard_list:+,}localhost:$((9501 + 10 * i))"
+      moemesh.expert.shard=$i "${balancer[@]}"
   done
   if ((shards > 0)); then
     remote=(moemesh.experts.routed=remote "moemesh.experts.shards=$shard_list" "moemesh.experts.redundant-slots=$redundant" \
@@ -150,13 +154,16 @@ cmd_up() {
   fi
   local shape="prefill, ${replicas} decode replica(s), kv-store"
   ((single)) && shape="one decode process that computes the prompts too (--single)"
-  ((shards == 0)) || shape+=", $shards routed-expert shard(s) ($redundant redundant slots), shared experts $shared"
+  ((shards == 0)) || shape+=", $shards routed-expert shard(s) ($redundant redundant slots, rebalanced every $balance), shared experts $shared"
   cat <<MSG
 moemesh: the mesh is up on $(basename "$model") ($precision, $threads thread(s) per engine): gateway, $shape
   OpenAI API   http://localhost:$port/v1
   logs         $MESH_LOGS
   try          curl -s http://localhost:$port/v1/chat/completions -H 'Content-Type: application/json' \\
                  -d '{"model": "$(basename "$model")", "messages": [{"role": "user", "content": "Hello!"}], "max_tokens": 32}'
+MSG
+  ((shards == 0)) || cat <<MSG
+  balancer     curl -s http://localhost:9500/q/metrics | grep -E 'moemesh_expert_(balancedness|placement_version)'
 MSG
   if ((detach)); then
     printf '%s\n' "${MESH_PIDS[@]}" >"$pids_file"
