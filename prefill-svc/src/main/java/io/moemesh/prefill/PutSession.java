@@ -3,12 +3,14 @@ package io.moemesh.prefill;
 import com.google.protobuf.ByteString;
 import io.grpc.Context;
 import io.grpc.stub.StreamObserver;
+import io.moemesh.enginehost.telemetry.KvTransfer;
 import io.moemesh.proto.common.v1.DType;
 import io.moemesh.proto.common.v1.Tensor;
 import io.moemesh.proto.kvstore.v1.KvStoreGrpc;
 import io.moemesh.proto.kvstore.v1.LayerRows;
 import io.moemesh.proto.kvstore.v1.PutEnd;
 import io.moemesh.proto.kvstore.v1.PutFrame;
+import io.moemesh.proto.kvstore.v1.PutOutcome;
 import io.moemesh.proto.kvstore.v1.PutResponse;
 import io.moemesh.proto.kvstore.v1.PutRevoke;
 import io.moemesh.proto.kvstore.v1.PutStart;
@@ -17,6 +19,7 @@ import java.util.concurrent.CompletableFuture;
 /**
  * One prompt's object on its way into kv-store: PutStart at once, a LayerRows frame per layer per chunk as
  * the engine computes it, then PutEnd (commit) or PutRevoke. Rows resent after a preemption are skipped.
+ * The {@link KvTransfer} counts the bytes sent and learns how the put ended.
  */
 final class PutSession implements StreamObserver<PutResponse> {
   private final StreamObserver<PutFrame> frames;
@@ -24,6 +27,7 @@ final class PutSession implements StreamObserver<PutResponse> {
   private final DType dtype;
   private final int latentDim, rowBytes;
   private final int[] sentUpTo; // per layer: rows [0, sentUpTo) are on their way
+  private final KvTransfer transfer;
   private boolean closed;
 
   /**
@@ -31,7 +35,13 @@ final class PutSession implements StreamObserver<PutResponse> {
    * explicit revoke), not by a Prefill call ending. A prefill process that dies leaves an idle put, which
    * kv-store revokes.
    */
-  PutSession(KvStoreGrpc.KvStoreStub store, PutStart start, DType dtype, int bytesPerValue) {
+  PutSession(KvStoreGrpc.KvStoreStub store, PutStart start, DType dtype, int bytesPerValue, KvTransfer transfer) {
+    this.transfer = transfer;
+    result.whenComplete((response, failure) -> {
+      if (failure != null) transfer.failed(failure);
+      else if (response.getOutcome() == PutOutcome.PUT_OUTCOME_COMMITTED) transfer.succeeded();
+      else transfer.revoked();
+    });
     Context previous = Context.ROOT.attach();
     try {
       this.frames = store.put(this);
@@ -53,6 +63,7 @@ final class PutSession implements StreamObserver<PutResponse> {
         .setData(ByteString.copyFrom(rows, skip * rowBytes, (n - skip) * rowBytes));
     frames.onNext(PutFrame.newBuilder().setLayer(LayerRows.newBuilder().setLayerId(layerId).setTokenStart(start + skip).setRows(tensor)).build());
     sentUpTo[layerId] = Math.max(sentUpTo[layerId], start + n);
+    transfer.bytes((long) (n - skip) * rowBytes);
   }
 
   /** Commits the object; completes with the store's answer (its lease expiry). */

@@ -6,6 +6,8 @@ import io.grpc.ManagedChannelBuilder;
 import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
 import io.moemesh.engine.KvConnector;
+import io.moemesh.enginehost.telemetry.KvTransfer;
+import io.moemesh.enginehost.telemetry.KvTransfers;
 import io.moemesh.proto.common.v1.DType;
 import io.moemesh.proto.kvstore.v1.KvLayout;
 import io.moemesh.proto.kvstore.v1.KvStoreGrpc;
@@ -15,6 +17,7 @@ import io.moemesh.proto.kvstore.v1.ReleaseRequest;
 import io.moemesh.proto.kvstore.v1.ReleaseResponse;
 import jakarta.annotation.PreDestroy;
 import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.inject.Inject;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -35,15 +38,22 @@ public class StorePutConnector implements KvConnector {
   @ConfigProperty(name = "moemesh.prefill.kv-lease", defaultValue = "30s")
   Duration lease;
 
+  @Inject KvTransfers transfers;
+
   private final Map<String, PutSession> sessions = new ConcurrentHashMap<>();
   private volatile ManagedChannel channel;
 
-  /** Opens the object of a request about to be submitted: its key is the request id. */
+  /**
+   * Opens the object of a request about to be submitted: its key is the request id. Its {@code kv put} span is a
+   * child of the current context (the Prefill call's engine span).
+   */
   void begin(String requestId, KvLayout layout, long[] pageHashes, DType dtype, int bytesPerValue) {
     var start = PutStart.newBuilder().setKey(requestId).setLayout(layout)
         .setLease(com.google.protobuf.Duration.newBuilder().setSeconds(lease.toSeconds()).setNanos(lease.toNanosPart()));
     for (long h : pageHashes) start.addPageHashes(h);
-    sessions.put(requestId, new PutSession(KvStoreGrpc.newStub(channel()), start.build(), dtype, bytesPerValue));
+    KvTransfer transfer = transfers.put(requestId, storeAddress);
+    sessions.put(requestId, new PutSession(KvStoreGrpc.newStub(channel()).withInterceptors(transfer.tracing()), start.build(),
+        dtype, bytesPerValue, transfer));
   }
 
   /**

@@ -23,7 +23,10 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 
-/** A kv-store that records every put frame and release (served by the test app; kv-store itself is tested in its module). */
+/**
+ * A kv-store that records every put frame and release (served by the test app; kv-store itself is tested in its
+ * module). An object whose key starts with {@code full-} is refused once its frames are in, as a full store would.
+ */
 @GrpcService
 public class FakeKvStore implements KvStore {
   static final Map<String, List<PutFrame>> FRAMES = new ConcurrentHashMap<>();
@@ -35,7 +38,9 @@ public class FakeKvStore implements KvStore {
     return frames.onItem().invoke(f -> {
       if (f.hasStart()) key[0] = f.getStart().getKey();
       FRAMES.computeIfAbsent(key[0], k -> new CopyOnWriteArrayList<>()).add(f);
-    }).collect().last().map(last -> PutResponse.newBuilder().setKey(key[0])
+    }).collect().last().invoke(last -> {
+      if (key[0].startsWith("full-")) throw Status.RESOURCE_EXHAUSTED.withDescription("fake store full").asRuntimeException();
+    }).map(last -> PutResponse.newBuilder().setKey(key[0])
         .setOutcome(last.hasEnd() ? PutOutcome.PUT_OUTCOME_COMMITTED : PutOutcome.PUT_OUTCOME_REVOKED)
         .setLeaseExpireTime(com.google.protobuf.Timestamp.newBuilder().setSeconds(4_000_000_000L)).build());
   }
