@@ -55,6 +55,7 @@ public class KvStoreGrpcService extends KvStoreGrpc.KvStoreImplBase {
       responses.onError(ProtoMapping.status(e));
       return;
     }
+    KvSpans.ofCall().setAttribute(KvSpans.OBJECT_KEY, request.getKey()).setAttribute(KvSpans.BYTES, reader.bytes());
     new GetStreamer(reader, (ServerCallStreamObserver<GetResponse>) responses, executor, metrics, getFrameBytes).start();
   }
 

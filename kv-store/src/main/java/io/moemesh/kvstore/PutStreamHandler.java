@@ -7,6 +7,7 @@ import io.moemesh.proto.kvstore.v1.LayerRows;
 import io.moemesh.proto.kvstore.v1.PutFrame;
 import io.moemesh.proto.kvstore.v1.PutResponse;
 import io.moemesh.proto.kvstore.v1.PutStart;
+import io.opentelemetry.api.trace.Span;
 import java.time.Duration;
 import java.util.concurrent.Executor;
 import org.jboss.logging.Logger;
@@ -19,7 +20,8 @@ import org.jboss.logging.Logger;
  * an event loop and run, in order and one at a time, as tasks of a {@link SerialExecutor} on the
  * {@link CopyExecutor} (the half-close can follow the last frame before that frame is handled). Any
  * failure before {@code end} — a bad frame, a cancelled or broken stream, a half-close without end —
- * revokes the object, which frees its memory and nothing else.
+ * revokes the object, which frees its memory and nothing else. The call's span gets the object's key, bytes
+ * and outcome ({@link KvSpans}).
  */
 final class PutStreamHandler implements StreamObserver<PutFrame> {
   private static final Logger LOG = Logger.getLogger(PutStreamHandler.class);
@@ -30,6 +32,7 @@ final class PutStreamHandler implements StreamObserver<PutFrame> {
   private final KvStoreMetrics metrics;
   private final Executor executor;
   private final ServerCallStreamObserver<PutResponse> call;
+  private final Span span = KvSpans.ofCall(); // made in the service method, where the call's span is current
   private Phase phase = Phase.AWAIT_START;
   private PendingPut put;
   private PutResponse response;
@@ -80,6 +83,7 @@ final class PutStreamHandler implements StreamObserver<PutFrame> {
     startNanos = System.nanoTime();
     KvLayout layout = ProtoMapping.layout(start.getKey(), start.hasLayout(), start.getLayout());
     long[] hashes = start.getPageHashesList().stream().mapToLong(Long::longValue).toArray();
+    span.setAttribute(KvSpans.OBJECT_KEY, start.getKey());
     put = store.putStart(start.getKey(), layout, hashes, ProtoMapping.duration(start.hasLease(), start.getLease()));
     phase = Phase.WRITING;
   }
@@ -100,6 +104,7 @@ final class PutStreamHandler implements StreamObserver<PutFrame> {
         .setLeaseExpireTime(ProtoMapping.timestamp(committed.leaseEnd())).build();
     phase = Phase.ENDED;
     metrics.putEnded(PutOutcome.COMMITTED, Duration.ofNanos(System.nanoTime() - startNanos));
+    span.setAttribute(KvSpans.BYTES, committed.bytes()).setAttribute(KvSpans.OUTCOME, "committed");
   }
 
   private void revoke(String reason) {
@@ -109,6 +114,7 @@ final class PutStreamHandler implements StreamObserver<PutFrame> {
     response = PutResponse.newBuilder().setKey(put.key()).setOutcome(io.moemesh.proto.kvstore.v1.PutOutcome.PUT_OUTCOME_REVOKED).build();
     phase = Phase.ENDED;
     metrics.putEnded(PutOutcome.REVOKED, Duration.ZERO);
+    span.setAttribute(KvSpans.OUTCOME, "revoked");
   }
 
   private void requireWriting(String frame) {
@@ -149,6 +155,7 @@ final class PutStreamHandler implements StreamObserver<PutFrame> {
     if (phase != Phase.WRITING) return false;
     put.revoke();
     metrics.putEnded(PutOutcome.FAILED, Duration.ZERO);
+    span.setAttribute(KvSpans.OUTCOME, "failed");
     return true;
   }
 }
