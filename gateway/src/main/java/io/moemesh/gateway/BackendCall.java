@@ -1,5 +1,6 @@
 package io.moemesh.gateway;
 
+import io.grpc.ClientInterceptor;
 import io.moemesh.proto.common.v1.SamplingParams;
 
 /**
@@ -7,8 +8,8 @@ import io.moemesh.proto.common.v1.SamplingParams;
  *
  * @param requestId the client-visible request id, sent as {@code x-request-id} metadata on every RPC
  * @param rpcId the RPC's {@code request_id}: the request id itself, or {@code <id>-<choice>} when n > 1
- * @param traceParent the W3C {@code traceparent} every RPC of the request carries
+ * @param tracing traces each RPC as a child of the request's span (W3C {@code traceparent} in the metadata)
  * @param maxTokens the completion budget, the prefill's first token included
  */
-record BackendCall(String requestId, String rpcId, String traceParent, int[] promptIds, SamplingParams sampling,
+record BackendCall(String requestId, String rpcId, ClientInterceptor tracing, int[] promptIds, SamplingParams sampling,
     int maxTokens) {}

@@ -19,13 +19,13 @@ public class Generations {
     this.model = model;
   }
 
-  Multi<ChoiceEvent> run(PreparedRequest prepared, String requestId, String traceParent) {
+  Multi<ChoiceEvent> run(PreparedRequest prepared, String requestId, io.grpc.ClientInterceptor tracing) {
     GenerationRequest r = prepared.request();
     int choices = prepared.numChoices();
     List<Multi<ChoiceEvent>> streams = new ArrayList<>(choices);
     for (int i = 0; i < choices; i++) {
       int index = i;
-      BackendCall call = new BackendCall(requestId, choices == 1 ? requestId : requestId + "-" + i, traceParent,
+      BackendCall call = new BackendCall(requestId, choices == 1 ? requestId : requestId + "-" + i, tracing,
           prepared.promptOf(i), ProtoMapping.sampling(r.sampling(), i), prepared.maxTokensOf(i));
       streams.add(Multi.createFrom().deferred(() -> {
         var decoder = new ChoiceDecoder(index, model.tokenizer(), r.stop(), r.topLogprobs() != null);

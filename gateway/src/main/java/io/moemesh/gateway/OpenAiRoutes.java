@@ -29,6 +29,7 @@ public class OpenAiRoutes {
   private final Replicas replicas;
   private final Generations generations;
   private final GatewayMetrics metrics;
+  private final GenerationTracing tracing;
   private final Vertx vertx;
   private final RequestParser parser;
   private final Preparer preparer;
@@ -36,12 +37,13 @@ public class OpenAiRoutes {
   private final AtomicInteger inFlight = new AtomicInteger();
 
   OpenAiRoutes(GatewayConfig config, ServedModel model, Replicas replicas, Generations generations,
-      GatewayMetrics metrics, Vertx vertx) {
+      GatewayMetrics metrics, GenerationTracing tracing, Vertx vertx) {
     this.config = config;
     this.model = model;
     this.replicas = replicas;
     this.generations = generations;
     this.metrics = metrics;
+    this.tracing = tracing;
     this.vertx = vertx;
     this.parser = new RequestParser(config.maxN());
     this.preparer = new Preparer(model);
@@ -106,6 +108,7 @@ public class OpenAiRoutes {
 
   private void generate(RoutingContext ctx, Endpoint endpoint) {
     long start = System.nanoTime();
+    io.opentelemetry.context.Context httpSpan = io.opentelemetry.context.Context.current(); // the request's server span
     String requestId = RequestIds.of(ctx.request().getHeader(RequestIds.HEADER), endpoint);
     ctx.response().putHeader(RequestIds.HEADER, requestId);
     ApiError refused = admit();
@@ -134,8 +137,8 @@ public class OpenAiRoutes {
           var header = new OpenAiJson.Header(requestId, endpoint, System.currentTimeMillis() / 1000, model.id());
           var writer = new ResponseWriter(ctx.response(), prepared.result(), header, metrics, config.retryAfter(),
               start, inFlight::decrementAndGet);
-          String traceParent = TraceParent.of(ctx.request().getHeader(TraceParent.HEADER));
-          writer.start(generations.run(prepared.result(), requestId, traceParent), eventLoop);
+          GenerationSpan span = tracing.start(httpSpan, prepared.result(), requestId, model.id());
+          writer.start(span.observe(generations.run(prepared.result(), requestId, span.calls())), eventLoop);
         });
   }
 

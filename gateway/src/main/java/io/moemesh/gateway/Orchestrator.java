@@ -30,14 +30,12 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * Replicas are picked when a leg starts; a replica that answers UNAVAILABLE before producing anything is skipped
  * and the leg retried elsewhere. Cancelling the returned Multi cancels whichever call is open; if that happens after
  * the prefill answered but before decode did, or the decode leg fails first, the ticket's object is released (no
- * decode replica will load it). Every RPC carries a
- * deadline and the request id as {@code x-request-id} metadata (and the request's W3C {@code traceparent}).
+ * decode replica will load it). Every RPC carries a deadline and the request id as {@code x-request-id} metadata,
+ * and is traced as a child of the request's span ({@link BackendCall#tracing}: W3C {@code traceparent} in the metadata).
  */
 @Singleton
 public class Orchestrator {
   static final Metadata.Key<String> REQUEST_ID = Metadata.Key.of("x-request-id", Metadata.ASCII_STRING_MARSHALLER);
-  static final Metadata.Key<String> TRACE_PARENT =
-      Metadata.Key.of(TraceParent.HEADER, Metadata.ASCII_STRING_MARSHALLER);
 
   private final Replicas replicas;
   private final TicketReleaser tickets;
@@ -73,7 +71,7 @@ public class Orchestrator {
           .addAllPromptTokenIds(ids(call.promptIds())).setSampling(call.sampling()).build();
       var stub = PrefillGrpc.newStub(replica.channel())
           .withDeadlineAfter(prefillDeadline.toMillis(), TimeUnit.MILLISECONDS)
-          .withInterceptors(MetadataUtils.newAttachHeadersInterceptor(metadata(call)));
+          .withInterceptors(MetadataUtils.newAttachHeadersInterceptor(metadata(call)), call.tracing());
       int promptTokens = call.promptIds().length;
       return GrpcCalls.<PrefillRequest, PrefillResponse>unary(request, stub::prefill)
           .onSubscription().invoke(() -> replica.started(promptTokens))
@@ -117,7 +115,7 @@ public class Orchestrator {
       }
       var stub = DecodeGrpc.newStub(replica.channel())
           .withDeadlineAfter(decodeDeadline.toMillis(), TimeUnit.MILLISECONDS)
-          .withInterceptors(MetadataUtils.newAttachHeadersInterceptor(metadata(call)));
+          .withInterceptors(MetadataUtils.newAttachHeadersInterceptor(metadata(call)), call.tracing());
       int promptTokens = prefilled == null ? call.promptIds().length : 0;
       return GrpcCalls.<GenerateRequest, GenerateResponse>serverStream(request.build(), stub::generate)
           .onSubscription().invoke(() -> replica.started(promptTokens))
@@ -152,7 +150,6 @@ public class Orchestrator {
   private static Metadata metadata(BackendCall call) {
     Metadata md = new Metadata();
     md.put(REQUEST_ID, call.requestId());
-    md.put(TRACE_PARENT, call.traceParent());
     return md;
   }
 

@@ -53,13 +53,16 @@ class ObservabilityTest {
         .body("checks.name", hasItem("gateway model and decode replicas"));
   }
 
-  /** The value of one sample (tags given must lead, in Prometheus' alphabetical order); 0 if absent. */
+  /**
+   * The value of one sample (tags given must lead, in Prometheus' alphabetical order); 0 if absent. The scrape is
+   * OpenMetrics, so a sample recorded inside a trace carries an exemplar ({@code # {trace_id=...} ...}) after its value.
+   */
   static double metric(String sample) {
     String body = given().get("/q/metrics").then().statusCode(200).extract().asString();
     String name = sample.contains("{") ? sample.substring(0, sample.indexOf('{')) : sample;
     String tags = sample.contains("{")
         ? Pattern.quote(sample.substring(sample.indexOf('{') + 1, sample.length() - 1)) + "[^}]*" : "[^}]*";
-    Matcher m = Pattern.compile("(?m)^" + Pattern.quote(name) + "(\\{" + tags + "\\})? ([0-9.eE+-]+)$").matcher(body);
+    Matcher m = Pattern.compile("(?m)^" + Pattern.quote(name) + "(\\{" + tags + "\\})? ([0-9.eE+-]+)(?: # .*)?$").matcher(body);
     return m.find() ? Double.parseDouble(m.group(2)) : 0;
   }
 }

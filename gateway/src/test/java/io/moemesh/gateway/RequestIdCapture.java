@@ -13,12 +13,14 @@ import jakarta.enterprise.context.ApplicationScoped;
 @GlobalInterceptor
 @ApplicationScoped
 public class RequestIdCapture implements ServerInterceptor {
+  static final Metadata.Key<String> TRACE_PARENT = Metadata.Key.of("traceparent", Metadata.ASCII_STRING_MARSHALLER);
+
   @Override
   public <Q, R> ServerCall.Listener<Q> interceptCall(ServerCall<Q, R> call, Metadata headers,
       ServerCallHandler<Q, R> next) {
     String id = headers.get(Orchestrator.REQUEST_ID);
     Context context = Context.current().withValue(FakeMesh.REQUEST_ID, id)
-        .withValue(FakeMesh.TRACE_PARENT, headers.get(Orchestrator.TRACE_PARENT));
+        .withValue(FakeMesh.TRACE_PARENT, headers.get(TRACE_PARENT));
     return Contexts.interceptCall(context, call, headers, next);
   }
 }
