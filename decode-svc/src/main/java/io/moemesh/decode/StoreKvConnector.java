@@ -8,6 +8,9 @@ import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientResponseObserver;
 import io.grpc.stub.StreamObserver;
 import io.moemesh.engine.KvConnector;
+import io.moemesh.enginehost.telemetry.KvTransfer;
+import io.moemesh.enginehost.telemetry.KvTransferMetrics.FailureReason;
+import io.moemesh.enginehost.telemetry.KvTransfers;
 import io.moemesh.kernels.DType;
 import io.moemesh.proto.common.v1.Tensor;
 import io.moemesh.proto.kvstore.v1.GetRequest;
@@ -18,6 +21,7 @@ import io.moemesh.proto.kvstore.v1.ReleaseResponse;
 import io.moemesh.proto.prefill.v1.KvTicket;
 import jakarta.annotation.PreDestroy;
 import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.inject.Inject;
 import java.time.Duration;
 import java.time.InstantSource;
 import java.util.Map;
@@ -33,6 +37,7 @@ import org.jboss.logging.Logger;
  * arrives), checks that every layer's every token came, then releases the object. While the request waits
  * to be admitted, the object's lease is extended ({@link LeaseKeeper}); a request that ends before its load
  * did ({@link #abandon}) cancels the load and releases the object, so nothing waits for its lease to end.
+ * Each pull is a {@link KvTransfer}: a {@code kv get} span under the request's engine span, and the transfer meters.
  */
 @ApplicationScoped
 public class StoreKvConnector implements KvConnector {
@@ -41,6 +46,7 @@ public class StoreKvConnector implements KvConnector {
   private final Map<String, Transfer> transfers = new ConcurrentHashMap<>(); // expected or loading, by request id
   private final Map<String, ManagedChannel> channels = new ConcurrentHashMap<>();
   private volatile LeaseKeeper leases;
+  @Inject KvTransfers kvTransfers;
 
   /** The lease a waiting request's object gets each time it is extended (every half of it); at most kv-store's max-lease. */
   @ConfigProperty(name = "moemesh.decode.kv-lease-extension", defaultValue = "30s")
@@ -49,18 +55,21 @@ public class StoreKvConnector implements KvConnector {
   /** One ticket's way into the engine: expected (its lease kept), then loading, until loaded or abandoned. */
   private static final class Transfer {
     final KvTicket ticket;
+    final io.opentelemetry.context.Context trace; // of the call that brought the ticket: the load runs later, on the engine's thread
     LeaseKeeper.Lease lease; // guarded by this
     ClientCallStreamObserver<GetRequest> get; // guarded by this: the load's Get, once started
+    KvTransfer traced; // guarded by this: the load's span and meters, once started
     boolean abandoned; // guarded by this
 
-    Transfer(KvTicket ticket) {
+    Transfer(KvTicket ticket, io.opentelemetry.context.Context trace) {
       this.ticket = ticket;
+      this.trace = trace;
     }
   }
 
   /** Remembers the ticket of a request about to be submitted with a KV import, and keeps its object alive meanwhile. */
   void expect(String requestId, KvTicket ticket) {
-    var transfer = new Transfer(ticket);
+    var transfer = new Transfer(ticket, io.opentelemetry.context.Context.current());
     synchronized (transfer) {
       transfers.put(requestId, transfer);
       transfer.lease = leases().keep(ticket);
@@ -75,13 +84,16 @@ public class StoreKvConnector implements KvConnector {
     Transfer transfer = transfers.remove(requestId);
     if (transfer == null) return; // loaded (and released), or never expected
     ClientCallStreamObserver<GetRequest> get;
+    KvTransfer traced;
     synchronized (transfer) {
       transfer.abandoned = true;
       transfer.lease.stop();
       get = transfer.get;
+      traced = transfer.traced;
     }
+    if (traced != null) traced.revoked(); // before the cancel, whose error is not a failure of the transfer
     if (get != null) get.cancel("the request ended before its KV was loaded", null);
-    release(transfer.ticket);
+    release(transfer.ticket, traced);
   }
 
   @Override
@@ -96,26 +108,32 @@ public class StoreKvConnector implements KvConnector {
       done.accept("no KV ticket for request " + requestId);
       return;
     }
+    KvTicket ticket = transfer.ticket;
+    KvTransfer traced = kvTransfers.get(ticket.getObjectKey(), ticket.getStoreAddress(), transfer.trace);
     synchronized (transfer) {
       transfer.lease.stop(); // admitted: the Get pins the object from now on
+      transfer.traced = traced;
     }
-    KvTicket ticket = transfer.ticket;
     Consumer<String> finished = failure -> {
       // a failed load releases the object (nobody else reads it), unless abandon did already
-      if (transfers.remove(requestId, transfer) && failure != null) release(ticket);
+      if (transfers.remove(requestId, transfer) && failure != null) release(ticket, traced);
       done.accept(failure);
     };
     if (ticket.getNumTokens() != numTokens) {
-      finished.accept("the ticket holds " + ticket.getNumTokens() + " tokens but the prompt has " + numTokens);
+      String failure = "the ticket holds " + ticket.getNumTokens() + " tokens but the prompt has " + numTokens;
+      traced.failed(FailureReason.INVALID_OBJECT, failure);
+      finished.accept(failure);
       return;
     }
-    var stub = KvStoreGrpc.newStub(channel(ticket.getStoreAddress())).withDeadlineAfter(LOAD_DEADLINE_SECONDS, TimeUnit.SECONDS);
-    stub.get(GetRequest.newBuilder().setKey(ticket.getObjectKey()).build(), new Receiver(transfer, numTokens, sink, finished));
+    var stub = KvStoreGrpc.newStub(channel(ticket.getStoreAddress())).withDeadlineAfter(LOAD_DEADLINE_SECONDS, TimeUnit.SECONDS)
+        .withInterceptors(traced.tracing());
+    stub.get(GetRequest.newBuilder().setKey(ticket.getObjectKey()).build(), new Receiver(transfer, traced, numTokens, sink, finished));
   }
 
   /** Checks each frame against the engine's cache, writes it, and reports once. */
   private final class Receiver implements ClientResponseObserver<GetRequest, GetResponse> {
     private final Transfer transfer;
+    private final KvTransfer traced;
     private final KvTicket ticket;
     private final int numTokens;
     private final KvSink sink;
@@ -123,8 +141,9 @@ public class StoreKvConnector implements KvConnector {
     private final long[] rowsPerLayer;
     private volatile String failure;
 
-    Receiver(Transfer transfer, int numTokens, KvSink sink, Consumer<String> done) {
+    Receiver(Transfer transfer, KvTransfer traced, int numTokens, KvSink sink, Consumer<String> done) {
       this.transfer = transfer;
+      this.traced = traced;
       this.ticket = transfer.ticket;
       this.numTokens = numTokens;
       this.sink = sink;
@@ -160,6 +179,7 @@ public class StoreKvConnector implements KvConnector {
             throw new IllegalArgumentException("layer " + layer.getLayerId() + " rows are " + rows.getDtype() + " " + rows.getShapeList());
           sink.writeLayer(layer.getLayerId(), layer.getTokenStart(), rows.getData().toByteArray());
           rowsPerLayer[layer.getLayerId()] += rows.getShape(0);
+          traced.bytes(rows.getData().size());
         }
       } catch (RuntimeException e) {
         failure = e.getMessage();
@@ -169,6 +189,8 @@ public class StoreKvConnector implements KvConnector {
     @Override
     public void onError(Throwable t) {
       Status s = Status.fromThrowable(t);
+      if (failure != null) traced.failed(FailureReason.INVALID_OBJECT, failure);
+      else traced.failed(t);
       done.accept(failure != null ? failure : "kv-store " + ticket.getStoreAddress() + ": " + s.getCode()
           + (s.getDescription() != null ? " " + s.getDescription() : ""));
     }
@@ -181,7 +203,12 @@ public class StoreKvConnector implements KvConnector {
             failure = "object " + ticket.getObjectKey() + " sent " + rowsPerLayer[l] + " of " + numTokens + " rows of layer " + l;
             break;
           }
-      if (failure == null) release(ticket); // loaded: the store may drop it
+      if (failure == null) {
+        traced.succeeded();
+        release(ticket, traced); // loaded: the store may drop it
+      } else {
+        traced.failed(FailureReason.INVALID_OBJECT, failure);
+      }
       done.accept(failure);
     }
 
@@ -197,10 +224,12 @@ public class StoreKvConnector implements KvConnector {
   /**
    * The store may drop the object (best effort; its lease would expire anyway). Releasing twice is harmless. The
    * call runs outside the caller's gRPC context: a release made because a Generate call was cancelled would
-   * otherwise be cancelled with it.
+   * otherwise be cancelled with it. It is traced under the load's span when there was a load.
    */
-  private void release(KvTicket ticket) {
-    Context.ROOT.run(() -> KvStoreGrpc.newStub(channel(ticket.getStoreAddress())).withDeadlineAfter(10, TimeUnit.SECONDS)
+  private void release(KvTicket ticket, KvTransfer traced) {
+    var stub = KvStoreGrpc.newStub(channel(ticket.getStoreAddress())).withDeadlineAfter(10, TimeUnit.SECONDS);
+    var calls = traced == null ? stub : stub.withInterceptors(traced.tracing());
+    Context.ROOT.run(() -> calls
         .release(ReleaseRequest.newBuilder().setKey(ticket.getObjectKey()).build(), new StreamObserver<>() {
           @Override
           public void onNext(ReleaseResponse value) {}

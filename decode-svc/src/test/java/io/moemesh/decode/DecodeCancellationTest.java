@@ -36,7 +36,7 @@ import org.junit.jupiter.api.Test;
 @QuarkusTestResource(TinyCheckpointResource.class)
 class DecodeCancellationTest {
   static final Duration TIMEOUT = Duration.ofSeconds(60);
-  static final String STORE = "localhost:19301"; // HangingKvStore, served by this test app
+  static final String STORE = "localhost:19301"; // FakeKvStore, served by this test app
 
   /** One running or loading request at a time; leases extended to 1 s. */
   public static class OneSlot implements QuarkusTestProfile {
@@ -81,16 +81,17 @@ class DecodeCancellationTest {
 
   @Test
   void cancellingWhileTheKvLoadsCancelsTheLoadFreesItsPagesAndReleasesTheObject() {
+    FakeKvStore.hang("loading");
     var call = generate("loading", Instant.now().plusSeconds(60));
     await().atMost(TIMEOUT).untilAsserted(() -> {
-      assertThat(HangingKvStore.GETS_CANCELLED).containsEntry("loading", false);
+      assertThat(FakeKvStore.GETS_CANCELLED).containsEntry("loading", false);
       assertThat(load().getNumLoadingKv()).isOne();
       assertThat(load().getKvCacheUsage()).as("pages reserved for the arriving KV").isPositive();
     });
     call.cancel(null);
     await().atMost(TIMEOUT).untilAsserted(() -> {
-      assertThat(HangingKvStore.GETS_CANCELLED).containsEntry("loading", true);
-      assertThat(HangingKvStore.RELEASED).contains("loading");
+      assertThat(FakeKvStore.GETS_CANCELLED).containsEntry("loading", true);
+      assertThat(FakeKvStore.RELEASED).contains("loading");
       LoadReport idle = load();
       assertThat(idle.getNumLoadingKv() + idle.getNumWaiting() + idle.getNumRunning()).isZero();
       assertThat(idle.getKvCacheUsage()).isZero();
@@ -99,26 +100,28 @@ class DecodeCancellationTest {
 
   @Test
   void aQueuedRequestKeepsItsObjectAliveUntilCancelledThenReleasesIt() {
+    FakeKvStore.hang("blocker");
+    FakeKvStore.hang("queued");
     var blocker = generate("blocker", Instant.now().plusSeconds(60));
     await().atMost(TIMEOUT).until(() -> load().getNumLoadingKv() == 1);
     Instant leaseEnd = Instant.now().plusSeconds(1);
     var queued = generate("queued", leaseEnd);
     await().atMost(TIMEOUT).until(() -> load().getNumWaiting() == 1);
-    await().atMost(TIMEOUT).until(() -> HangingKvStore.extensionsOf("queued").size() >= 3);
-    var extensions = HangingKvStore.extensionsOf("queued");
+    await().atMost(TIMEOUT).until(() -> FakeKvStore.extensionsOf("queued").size() >= 3);
+    var extensions = FakeKvStore.extensionsOf("queued");
     assertThat(extensions.getFirst().at()).as("the first extension comes before the ticket's lease ends").isBefore(leaseEnd);
     assertThat(extensions).allSatisfy(e -> assertThat(e.ttl()).isEqualTo(Duration.ofSeconds(1)));
     for (int i = 1; i < extensions.size(); i++)
       assertThat(Duration.between(extensions.get(i - 1).at(), extensions.get(i).at())).as("each before the last one's lease ends")
           .isLessThan(Duration.ofSeconds(1));
-    assertThat(HangingKvStore.GETS_CANCELLED).as("still queued: no load").doesNotContainKey("queued");
+    assertThat(FakeKvStore.GETS_CANCELLED).as("still queued: no load").doesNotContainKey("queued");
 
     queued.cancel(null);
     await().atMost(TIMEOUT).untilAsserted(() -> {
-      assertThat(HangingKvStore.RELEASED).contains("queued");
+      assertThat(FakeKvStore.RELEASED).contains("queued");
       assertThat(load().getNumWaiting()).isZero();
     });
-    assertThat(HangingKvStore.GETS_CANCELLED).doesNotContainKey("queued");
+    assertThat(FakeKvStore.GETS_CANCELLED).doesNotContainKey("queued");
     blocker.cancel(null);
     await().atMost(TIMEOUT).untilAsserted(() -> {
       LoadReport idle = load();

@@ -1,0 +1,59 @@
+package io.moemesh.decode;
+
+import io.moemesh.enginehost.EngineHost;
+import io.moemesh.enginehost.telemetry.EngineCallTracing;
+import io.moemesh.enginehost.telemetry.GenAiAttributes;
+import io.moemesh.proto.common.v1.FinishReason;
+import io.moemesh.proto.decode.v1.DecodeGrpc;
+import io.moemesh.proto.decode.v1.GenerateRequest;
+import io.moemesh.proto.decode.v1.GenerateResponse;
+import io.opentelemetry.api.trace.Span;
+import io.opentelemetry.api.trace.StatusCode;
+import io.opentelemetry.api.trace.Tracer;
+import io.quarkus.grpc.GlobalInterceptor;
+import jakarta.inject.Singleton;
+import java.util.List;
+
+/**
+ * The {@code decode {model}} span of each Generate call: the request's id, prompt tokens, budget and sampling (and
+ * the ticket's object key when the KV comes from a prefill); at the end the finish reason and the usage of the last
+ * response (an ERROR status when the request failed). Its child {@code kv get} is the prompt's KV on its way from kv-store. One span per call, none per token.
+ */
+@Singleton
+@GlobalInterceptor
+public class DecodeTracing extends EngineCallTracing<GenerateRequest, GenerateResponse> {
+  private final EngineHost host;
+
+  DecodeTracing(Tracer tracer, EngineHost host) {
+    super(tracer, DecodeGrpc.getGenerateMethod(), "decode");
+    this.host = host;
+  }
+
+  @Override
+  protected String model() {
+    return host.isReady() ? host.loaded().model().modelId() : "unknown";
+  }
+
+  @Override
+  protected void requestAttributes(GenerateRequest request, Span span) {
+    span.setAttribute(GenAiAttributes.RESPONSE_ID, request.getRequestId());
+    span.setAttribute(GenAiAttributes.REQUEST_MAX_TOKENS, (long) request.getMaxTokens());
+    span.setAttribute(GenAiAttributes.REQUEST_TEMPERATURE, request.getSampling().getTemperature());
+    if (request.getSampling().getTopP() != 0) span.setAttribute(GenAiAttributes.REQUEST_TOP_P, request.getSampling().getTopP());
+    if (request.getSampling().hasSeed()) span.setAttribute(GenAiAttributes.REQUEST_SEED, request.getSampling().getSeed());
+    span.setAttribute(GenAiAttributes.USAGE_INPUT_TOKENS, (long) request.getPromptTokenIdsCount());
+    if (request.hasTicket()) span.setAttribute(GenAiAttributes.KV_OBJECT_KEY, request.getTicket().getObjectKey());
+  }
+
+  @Override
+  protected void responseAttributes(GenerateResponse last, Span span) {
+    if (last.hasUsage()) {
+      span.setAttribute(GenAiAttributes.USAGE_INPUT_TOKENS, (long) last.getUsage().getPromptTokens());
+      span.setAttribute(GenAiAttributes.USAGE_OUTPUT_TOKENS, (long) last.getUsage().getCompletionTokens());
+    }
+    if (last.getFinishReason() != FinishReason.FINISH_REASON_UNSPECIFIED) {
+      span.setAttribute(GenAiAttributes.RESPONSE_FINISH_REASONS, List.of(GenAiAttributes.finishReason(last.getFinishReason())));
+    }
+    if (last.getFinishReason() == FinishReason.FINISH_REASON_ERROR) span.setStatus(StatusCode.ERROR, last.getError());
+  }
+}
