@@ -19,16 +19,29 @@ import io.moemesh.proto.kvstore.v1.KvStoreGrpc;
 import io.moemesh.proto.kvstore.v1.StatsRequest;
 import io.moemesh.proto.prefill.v1.PrefillGrpc;
 import io.moemesh.proto.prefill.v1.PrefillRequest;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Random;
 import java.util.SplittableRandom;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
 import java.util.stream.IntStream;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -36,26 +49,30 @@ import org.junit.jupiter.api.Test;
 /**
  * kv-store, prefill-svc, decode-svc and the gateway as real processes on the tiny model: a prompt prefilled by
  * one process, its KV moved layer by layer through the store, decoded by another, gives the tokens of one
- * in-process engine — over gRPC and through the OpenAI API.
+ * in-process engine — over gRPC and through the OpenAI API. Every service exports its spans to an in-test OTLP
+ * receiver, so one request is seen as one trace across the four processes.
  */
 class DisaggregatedMeshTest {
   static final Duration READY = Duration.ofMinutes(3);
   static Path model;
   static ServiceProcess kvStore, prefill, decode, gateway;
   static ManagedChannel prefillChannel, decodeChannel, storeChannel;
+  static OtlpReceiver traces;
   static LoadedEngine reference;
 
   @BeforeAll
   static void startMesh() throws Exception {
     model = Files.createTempDirectory("moemesh-e2e").resolve("tiny");
     DemoCheckpoint.writeShipped("tiny", model, 11, DemoCheckpoint.Format.BF16, (done, total) -> {});
-    kvStore = ServiceProcess.start("kv-store", "kv-store", List.of("moemesh.kv-store.max-bytes=64M"));
-    List<String> engine = List.of("moemesh.engine.model-dir=" + model, "moemesh.engine.kv-cache-memory=16M", "moemesh.engine.threads=1");
+    traces = new OtlpReceiver();
+    List<String> tracing = List.of("moemesh.otlp.endpoint=" + traces.endpoint(), "quarkus.otel.bsp.schedule.delay=100ms");
+    kvStore = ServiceProcess.start("kv-store", "kv-store", with(tracing, "moemesh.kv-store.max-bytes=64M"));
+    List<String> engine = with(tracing, "moemesh.engine.model-dir=" + model, "moemesh.engine.kv-cache-memory=16M", "moemesh.engine.threads=1");
     var prefillProps = new ArrayList<>(engine);
     prefillProps.addAll(List.of("moemesh.prefill.kv-store=" + kvStore.grpcAddress(), "moemesh.engine.max-batched-tokens=16"));
     prefill = ServiceProcess.start("prefill-svc", "prefill", prefillProps);
     decode = ServiceProcess.start("decode-svc", "decode", engine);
-    gateway = ServiceProcess.start("gateway", "gateway", List.of("moemesh.gateway.model-dir=" + model,
+    gateway = ServiceProcess.start("gateway", "gateway", with(tracing, "moemesh.gateway.model-dir=" + model,
         "moemesh.gateway.prefill.replicas=" + prefill.grpcAddress(), "moemesh.gateway.decode.replicas=" + decode.grpcAddress()));
     for (ServiceProcess p : List.of(kvStore, prefill, decode, gateway)) p.awaitReady(READY);
     prefillChannel = ManagedChannelBuilder.forTarget(prefill.grpcAddress()).usePlaintext().build();
@@ -70,6 +87,13 @@ class DisaggregatedMeshTest {
     for (ManagedChannel c : new ManagedChannel[] {prefillChannel, decodeChannel, storeChannel}) if (c != null) c.shutdownNow();
     for (ServiceProcess p : new ServiceProcess[] {gateway, decode, prefill, kvStore}) if (p != null) p.close();
     if (reference != null) reference.close();
+    if (traces != null) traces.close();
+  }
+
+  static List<String> with(List<String> common, String... properties) {
+    var all = new ArrayList<>(common);
+    all.addAll(List.of(properties));
+    return all;
   }
 
   static int[] prompt(long seed, int length) {
@@ -114,11 +138,11 @@ class DisaggregatedMeshTest {
   @Test
   void aCompletionThroughTheGatewayIsTheTextOfOneEngine() throws Exception {
     int[] p = prompt(4, 30);
-    String body = "{\"model\": \"tiny\", \"prompt\": " + java.util.Arrays.toString(p) + ", \"max_tokens\": 10, \"temperature\": 0}";
-    var response = java.net.http.HttpClient.newHttpClient().send(java.net.http.HttpRequest.newBuilder(
-            java.net.URI.create("http://localhost:" + gateway.httpPort + "/v1/completions"))
-        .header("Content-Type", "application/json").POST(java.net.http.HttpRequest.BodyPublishers.ofString(body)).build(),
-        java.net.http.HttpResponse.BodyHandlers.ofString());
+    String body = "{\"model\": \"tiny\", \"prompt\": " + Arrays.toString(p) + ", \"max_tokens\": 10, \"temperature\": 0}";
+    var response = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
+            URI.create("http://localhost:" + gateway.httpPort + "/v1/completions"))
+        .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body)).build(),
+        HttpResponse.BodyHandlers.ofString());
     assertThat(response.statusCode()).as(response.body()).isEqualTo(200);
     var json = new com.fasterxml.jackson.databind.ObjectMapper().readTree(response.body());
     int[] expected = reference.engine().submit(GenerationRequest.of("c1", p, SamplingParams.greedy(), 10)).await(Duration.ofSeconds(60)).tokenIds();
@@ -132,18 +156,18 @@ class DisaggregatedMeshTest {
   /** 32 streams of mixed lengths at once: each complete, with its usage, and each the text of one engine. */
   @Test
   void thirtyTwoConcurrentStreamsEachMatchOneEngine() throws Exception {
-    var http = java.net.http.HttpClient.newHttpClient();
+    var http = HttpClient.newHttpClient();
     var mapper = new com.fasterxml.jackson.databind.ObjectMapper();
-    List<java.util.concurrent.CompletableFuture<java.net.http.HttpResponse<String>>> calls = new ArrayList<>();
+    List<CompletableFuture<HttpResponse<String>>> calls = new ArrayList<>();
     List<int[]> prompts = new ArrayList<>();
     for (int i = 0; i < 32; i++) {
       int[] p = prompt(100 + i, 5 + 7 * i % 90);
       prompts.add(p);
-      String body = "{\"model\": \"tiny\", \"prompt\": " + java.util.Arrays.toString(p) + ", \"max_tokens\": " + (4 + i % 13)
+      String body = "{\"model\": \"tiny\", \"prompt\": " + Arrays.toString(p) + ", \"max_tokens\": " + (4 + i % 13)
           + ", \"temperature\": 0, \"stream\": true, \"stream_options\": {\"include_usage\": true}}";
-      calls.add(http.sendAsync(java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://localhost:" + gateway.httpPort + "/v1/completions"))
-          .header("Content-Type", "application/json").POST(java.net.http.HttpRequest.BodyPublishers.ofString(body)).build(),
-          java.net.http.HttpResponse.BodyHandlers.ofString()));
+      calls.add(http.sendAsync(HttpRequest.newBuilder(URI.create("http://localhost:" + gateway.httpPort + "/v1/completions"))
+          .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body)).build(),
+          HttpResponse.BodyHandlers.ofString()));
     }
     try (var tokenizer = io.moemesh.model.tokenizer.Tokenizer.load(model)) {
       for (int i = 0; i < 32; i++) {
@@ -170,13 +194,13 @@ class DisaggregatedMeshTest {
   /** A client that leaves mid-stream: decode aborts the request, frees its pages, and the store holds nothing. */
   @Test
   void aClientLeavingMidStreamLeavesNoPagesOrObjectsBehind() throws Exception {
-    String body = "{\"model\": \"tiny\", \"prompt\": " + java.util.Arrays.toString(prompt(7, 40))
+    String body = "{\"model\": \"tiny\", \"prompt\": " + Arrays.toString(prompt(7, 40))
         + ", \"max_tokens\": 450, \"temperature\": 0, \"stream\": true}";
-    var response = java.net.http.HttpClient.newHttpClient().send(java.net.http.HttpRequest.newBuilder(
-            java.net.URI.create("http://localhost:" + gateway.httpPort + "/v1/completions"))
-        .header("Content-Type", "application/json").POST(java.net.http.HttpRequest.BodyPublishers.ofString(body)).build(),
-        java.net.http.HttpResponse.BodyHandlers.ofInputStream());
-    try (var in = new java.io.BufferedReader(new java.io.InputStreamReader(response.body(), java.nio.charset.StandardCharsets.UTF_8))) {
+    var response = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
+            URI.create("http://localhost:" + gateway.httpPort + "/v1/completions"))
+        .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body)).build(),
+        HttpResponse.BodyHandlers.ofInputStream());
+    try (var in = new BufferedReader(new InputStreamReader(response.body(), StandardCharsets.UTF_8))) {
       int events = 0;
       for (String line; events < 3 && (line = in.readLine()) != null; ) if (line.startsWith("data: ")) events++;
       assertThat(events).isEqualTo(3);
@@ -193,9 +217,65 @@ class DisaggregatedMeshTest {
     assertThat(KvStoreGrpc.newBlockingStub(storeChannel).stats(StatsRequest.getDefaultInstance()).getLiveObjects()).isZero();
   }
 
+  /**
+   * A completion sent with the client's traceparent: the gateway, prefill-svc, kv-store and decode-svc each export spans
+   * of that trace, and together they form one tree under the client's span (every parent is a span of the trace).
+   */
+  @Test
+  void oneRequestIsOneTraceAcrossGatewayPrefillStoreAndDecode() throws Exception {
+    byte[] ids = new byte[24];
+    new Random().nextBytes(ids);
+    ids[0] |= 1; // neither id is all zeros
+    ids[16] |= 1;
+    String traceId = HexFormat.of().formatHex(ids, 0, 16);
+    String clientSpan = HexFormat.of().formatHex(ids, 16, 24);
+    String body = "{\"model\": \"tiny\", \"prompt\": " + Arrays.toString(prompt(8, 25)) + ", \"max_tokens\": 5, \"temperature\": 0}";
+    var response = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
+            URI.create("http://localhost:" + gateway.httpPort + "/v1/completions"))
+        .header("Content-Type", "application/json").header("traceparent", "00-" + traceId + "-" + clientSpan + "-01")
+        .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
+    assertThat(response.statusCode()).as(response.body()).isEqualTo(200);
+
+    Map<String, List<String>> expected = Map.of(
+        "gateway", List.of("text_completion tiny", "moemesh.prefill.v1.Prefill/Prefill", "moemesh.decode.v1.Decode/Generate"),
+        "prefill-svc", List.of("moemesh.prefill.v1.Prefill/Prefill", "prefill tiny", "kv put", "moemesh.kvstore.v1.KvStore/Put"),
+        "kv-store", List.of("moemesh.kvstore.v1.KvStore/Put", "moemesh.kvstore.v1.KvStore/Get", "moemesh.kvstore.v1.KvStore/Release"),
+        "decode-svc", List.of("moemesh.decode.v1.Decode/Generate", "decode tiny", "kv get", "moemesh.kvstore.v1.KvStore/Get",
+            "moemesh.kvstore.v1.KvStore/Release"));
+    long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+    List<OtlpReceiver.ReceivedSpan> trace = traces.trace(traceId);
+    while (!complete(trace, expected, clientSpan) && System.nanoTime() < deadline) {
+      Thread.sleep(50);
+      trace = traces.trace(traceId);
+    }
+    for (var service : expected.entrySet()) {
+      assertThat(trace.stream().filter(s -> s.service().equals(service.getKey())).map(OtlpReceiver.ReceivedSpan::name))
+          .as("%s's spans of trace %s", service.getKey(), traceId).containsAll(service.getValue());
+    }
+    var spanIds = trace.stream().map(OtlpReceiver.ReceivedSpan::spanId).collect(Collectors.toSet());
+    assertThat(trace).as("one tree under the client's span").allSatisfy(s -> assertThat(s.parentSpanId()).isIn(
+        Stream.concat(spanIds.stream(), Stream.of(clientSpan)).toList()));
+    assertThat(trace).filteredOn(s -> s.parentSpanId().equals(clientSpan)).singleElement()
+        .satisfies(root -> assertThat(root.service()).isEqualTo("gateway"));
+    String objectKey = trace.stream().filter(s -> s.name().equals("kv put")).findFirst().orElseThrow().attributes().get("moemesh.kv.object_key");
+    assertThat(trace).filteredOn(s -> s.service().equals("kv-store"))
+        .allSatisfy(s -> assertThat(s.attributes().get("moemesh.kv.object_key")).isIn(objectKey, null));
+    assertThat(trace).filteredOn(s -> s.name().equals("kv get")).singleElement()
+        .satisfies(get -> assertThat(get.attributes()).containsEntry("moemesh.kv.object_key", objectKey)
+            .containsEntry("moemesh.kv.bytes", Long.toString(25L * 3 * 40 * 2)));
+  }
+
+  /** Every expected span has come and every parent is known. */
+  private static boolean complete(List<OtlpReceiver.ReceivedSpan> trace, Map<String, List<String>> expected, String clientSpan) {
+    var ids = trace.stream().map(OtlpReceiver.ReceivedSpan::spanId).collect(Collectors.toSet());
+    return expected.entrySet().stream().allMatch(e -> trace.stream().filter(s -> s.service().equals(e.getKey()))
+        .map(OtlpReceiver.ReceivedSpan::name).toList().containsAll(e.getValue()))
+        && trace.stream().allMatch(s -> s.parentSpanId().equals(clientSpan) || ids.contains(s.parentSpanId()));
+  }
+
   static String metrics(ServiceProcess p) throws Exception {
-    return java.net.http.HttpClient.newHttpClient().send(java.net.http.HttpRequest.newBuilder(
-        java.net.URI.create("http://localhost:" + p.httpPort + "/q/metrics")).build(), java.net.http.HttpResponse.BodyHandlers.ofString()).body();
+    return HttpClient.newHttpClient().send(HttpRequest.newBuilder(
+        URI.create("http://localhost:" + p.httpPort + "/q/metrics")).build(), HttpResponse.BodyHandlers.ofString()).body();
   }
 
   /** The value of a metric without labels (or the first series of it) in Prometheus text. */
