@@ -2,6 +2,7 @@ package io.moemesh.bench;
 
 import io.moemesh.engine.cli.DemoModels;
 import io.moemesh.kernels.NativeKernels;
+import io.moemesh.kernels.ProfilingKernels;
 import io.moemesh.kernels.TensorArena;
 import io.moemesh.model.DeepseekModel;
 import io.moemesh.model.ForwardBatch;
@@ -17,7 +18,8 @@ import java.util.SplittableRandom;
  * {@code bench model}: single-stream prefill and decode of one model in one process, at 1 and 2 threads, each
  * against the memory roofline measured in the same run: triad bandwidth ÷ (weight bytes a decode step reads +
  * the KV it reads). Decode is what that roofline bounds; prefill is reported against it too (as the issue asks),
- * though a prompt's tokens share each weight read and prefill is compute-bound.
+ * though a prompt's tokens share each weight read and prefill is compute-bound. With {@code --profile}, each thread
+ * count's decode is run once more with every kernel call timed ({@link ProfilingKernels}): where a step's time goes.
  */
 public final class ModelBench {
   private ModelBench() {}
@@ -29,6 +31,7 @@ public final class ModelBench {
     int promptLength = Integer.parseInt(option(args, "--prompt-len", "512"));
     int decodeSteps = Integer.parseInt(option(args, "--decode-tokens", "64"));
     String json = option(args, "--json", null);
+    boolean profile = args.contains("--profile");
     Path dir = model != null ? Path.of(model) : DemoModels.ensure("bench");
 
     var progress = new Progress();
@@ -42,7 +45,7 @@ public final class ModelBench {
         double bandwidth = triad.bytesPerPass() / triad.bestSeconds(threads, 8, 2) / 1e9;
         results.add(new Measurement("triad", StreamTriad.shape(), threads, bandwidth, "GB/s", null, null, "best of 8"));
         try (var kernels = NativeKernels.create(threads); DeepseekModel m = loaded.withKernels(kernels)) {
-          Run run = run(m, prompt, decodeSteps);
+          Run run = run(m, prompt, decodeSteps, () -> {});
           long kvBytes = (long) (promptLength + decodeSteps / 2) * m.config().latentDim() * precision.kvCacheDType().byteSize()
               * m.config().numHiddenLayers();
           double roofline = bandwidth * 1e9 / (weightBytes + kvBytes); // tokens/s if every byte moved at triad speed
@@ -54,16 +57,29 @@ public final class ModelBench {
           progress.log("threads %d: prefill %.1f tok/s, decode %.1f tok/s, roofline %.1f tok/s (%.0f GB/s, %d MiB/token)",
               threads, run.prefillTokensPerSecond(), run.decodeTokensPerSecond(), roofline, bandwidth, (weightBytes + kvBytes) >> 20);
         }
+        if (profile) {
+          try (var kernels = NativeKernels.create(threads)) {
+            var profiled = new ProfilingKernels(kernels);
+            Run run = run(loaded.withKernels(profiled), prompt, decodeSteps, profiled::reset);
+            System.out.println("decode step profile, " + threads + " thread(s), " + dir.getFileName() + " " + precision.name().toLowerCase()
+                + ", ctx " + promptLength + " (mean of " + decodeSteps + " steps):");
+            System.out.println(Report.profile(profiled.snapshot(), decodeSteps, run.decodeSeconds()));
+          }
+        }
       }
     }
     System.out.println(Report.table(results));
     if (json != null) Report.writeJson(Path.of(json), results);
   }
 
-  record Run(double prefillTokensPerSecond, double decodeTokensPerSecond) {}
+  /** Decode's rate from its median step; {@code decodeSeconds} is all steps' wall time. */
+  record Run(double prefillTokensPerSecond, double decodeTokensPerSecond, double decodeSeconds) {}
 
-  /** One prefill of {@code prompt}, then decode steps (fixed token ids: sampling is not measured) through the KV cache. */
-  static Run run(DeepseekModel model, int[] prompt, int steps) {
+  /**
+   * One prefill of {@code prompt}, then decode steps (fixed token ids: sampling is not measured) through the KV cache;
+   * {@code beforeDecode} runs between the two.
+   */
+  static Run run(DeepseekModel model, int[] prompt, int steps, Runnable beforeDecode) {
     int pageSize = 64, pages = (prompt.length + steps + pageSize) / pageSize + 1;
     int[] table = new int[pages];
     for (int i = 0; i < pages; i++) table[i] = i;
@@ -79,6 +95,7 @@ public final class ModelBench {
       long start = System.nanoTime();
       model.forward(ForwardBatch.single(prompt, 0, prompt.length, table, false), cache, scratch);
       double prefill = prompt.length / ((System.nanoTime() - start) / 1e9);
+      beforeDecode.run();
       double[] stepSeconds = new double[steps];
       for (int s = 0; s < steps; s++) {
         long t0 = System.nanoTime();
@@ -86,8 +103,9 @@ public final class ModelBench {
         model.forward(ForwardBatch.single(new int[] {300 + s}, prompt.length + s, prompt.length, table, false), cache, scratch);
         stepSeconds[s] = (System.nanoTime() - t0) / 1e9;
       }
+      double total = Arrays.stream(stepSeconds).sum();
       Arrays.sort(stepSeconds);
-      return new Run(prefill, 1 / stepSeconds[steps / 2]);
+      return new Run(prefill, 1 / stepSeconds[steps / 2], total);
     }
   }
 

@@ -1,5 +1,6 @@
 package io.moemesh.bench;
 
+import io.moemesh.kernels.ProfilingKernels;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -28,6 +29,25 @@ final class Report {
           m.ratio() == null ? "-" : String.format(Locale.ROOT, "%.2f", m.ratio()),
           m.ratioTo() == null ? "" : m.ratioTo(), verdict, m.shape()));
     }
+    return sb.toString();
+  }
+
+  /**
+   * A profile of {@code steps} steps that took {@code wallSeconds}: per op, calls and milliseconds per step and the
+   * share of the step; the last row is the time outside every kernel call (Java between the calls).
+   */
+  static String profile(List<ProfilingKernels.OpTime> ops, int steps, double wallSeconds) {
+    double stepMs = wallSeconds * 1e3 / steps;
+    var sb = new StringBuilder(String.format(Locale.ROOT, "%-52s %10s %9s %6s%n", "op", "calls/step", "ms/step", "share"));
+    double inKernels = 0;
+    for (var op : ops) {
+      double ms = op.nanos() / 1e6 / steps;
+      inKernels += ms;
+      sb.append(String.format(Locale.ROOT, "%-52s %10.1f %9.3f %5.1f%%%n", op.op(), (double) op.calls() / steps, ms, 100 * ms / stepMs));
+    }
+    sb.append(String.format(Locale.ROOT, "%-52s %10s %9.3f %5.1f%%%n", "(outside kernel calls)", "", stepMs - inKernels,
+        100 * (stepMs - inKernels) / stepMs));
+    sb.append(String.format(Locale.ROOT, "%-52s %10s %9.3f%n", "step", "", stepMs));
     return sb.toString();
   }
 

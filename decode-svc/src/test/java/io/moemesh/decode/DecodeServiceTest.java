@@ -8,6 +8,7 @@ import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.moemesh.engine.GenerationRequest;
 import io.moemesh.engine.LoadedEngine;
+import io.moemesh.enginehost.testing.Scrape;
 import io.moemesh.enginehost.testing.TinyCheckpointResource;
 import io.moemesh.model.sampling.SamplingParams;
 import io.moemesh.proto.common.v1.FinishReason;
@@ -144,9 +145,9 @@ class DecodeServiceTest {
         "vllm:prompt_tokens_total", "vllm:generation_tokens_total", "vllm:num_preemptions_total",
         "vllm:time_to_first_token_seconds_bucket", "vllm:inter_token_latency_seconds_bucket", "vllm:e2e_request_latency_seconds_bucket");
     assertThat(metrics.lines().filter(l -> l.startsWith("vllm:request_success_total{") && l.contains("finished_reason=\"length\""))
-        .mapToDouble(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).sum()).isGreaterThanOrEqualTo(1);
+        .mapToDouble(l -> Scrape.sampleValue(l)).sum()).isGreaterThanOrEqualTo(1);
     assertThat(metrics.lines().filter(l -> l.startsWith("vllm:inter_token_latency_seconds_count"))
-        .mapToDouble(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).sum()).as("4 gaps between 5 tokens").isGreaterThanOrEqualTo(4);
+        .mapToDouble(l -> Scrape.sampleValue(l)).sum()).as("4 gaps between 5 tokens").isGreaterThanOrEqualTo(4);
   }
 
   @Test

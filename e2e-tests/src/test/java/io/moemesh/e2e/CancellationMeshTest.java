@@ -325,7 +325,7 @@ class CancellationMeshTest {
     /** The sample named exactly (with its labels, in Prometheus' order); 0 when absent (a counter never incremented). */
     double value(String series) {
       return text.lines().filter(l -> l.startsWith(series + " ") || !series.contains("{") && l.startsWith(series + "{"))
-          .mapToDouble(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).findFirst().orElse(0);
+          .mapToDouble(l -> ServiceProcess.sampleValue(l)).findFirst().orElse(0);
     }
 
     double delta(Scrape before, String series) {

@@ -281,7 +281,7 @@ class DisaggregatedMeshTest {
   /** The value of a metric without labels (or the first series of it) in Prometheus text. */
   static double gauge(String metrics, String name) {
     return metrics.lines().filter(l -> l.startsWith(name + " ") || l.startsWith(name + "{")).findFirst()
-        .map(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).orElseThrow(() -> new AssertionError(name + " not exported"));
+        .map(l -> ServiceProcess.sampleValue(l)).orElseThrow(() -> new AssertionError(name + " not exported"));
   }
 
   @Test

@@ -331,6 +331,6 @@ class ExpertParallelMeshTest {
   static double counter(ServiceProcess p, String prefix) throws Exception {
     String metrics = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://localhost:" + p.httpPort + "/q/metrics")).build(),
         HttpResponse.BodyHandlers.ofString()).body();
-    return metrics.lines().filter(l -> l.startsWith(prefix)).mapToDouble(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).sum();
+    return metrics.lines().filter(l -> l.startsWith(prefix)).mapToDouble(l -> ServiceProcess.sampleValue(l)).sum();
   }
 }

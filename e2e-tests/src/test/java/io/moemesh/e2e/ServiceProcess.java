@@ -96,4 +96,14 @@ final class ServiceProcess implements AutoCloseable {
     process.destroy();
     if (!process.waitFor(20, java.util.concurrent.TimeUnit.SECONDS)) process.destroyForcibly().waitFor();
   }
+
+  /**
+   * The value of one line of a service's {@code /q/metrics}, {@code name{labels} value [# exemplar]}. A traced service's
+   * samples carry exemplars (trace id, value, timestamp): the value is the token after the series, not the last one.
+   */
+  static double sampleValue(String line) {
+    int space = line.indexOf(' '), brace = line.indexOf('{');
+    String rest = line.substring(brace >= 0 && brace < space ? line.indexOf('}', brace) + 1 : space).stripLeading();
+    return Double.parseDouble(rest.split(" ", 2)[0]);
+  }
 }

@@ -5,6 +5,7 @@ import static org.awaitility.Awaitility.await;
 
 import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
+import io.moemesh.enginehost.testing.Scrape;
 import io.moemesh.enginehost.testing.TinyCheckpointResource;
 import io.moemesh.proto.common.v1.LoadReportRequest;
 import io.moemesh.proto.kvstore.v1.PutFrame;
@@ -73,6 +74,6 @@ class PrefillCancellationTest {
     String body = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://localhost:19200/q/metrics")).build(),
         HttpResponse.BodyHandlers.ofString()).body();
     return body.lines().filter(l -> l.startsWith("vllm:request_success_total{") && l.contains("finished_reason=\"" + reason + "\""))
-        .mapToDouble(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).sum();
+        .mapToDouble(l -> Scrape.sampleValue(l)).sum();
   }
 }

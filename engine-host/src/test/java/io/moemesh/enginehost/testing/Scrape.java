@@ -25,4 +25,13 @@ public final class Scrape {
     Matcher m = Pattern.compile("(?m)^" + Pattern.quote(name) + "(?:\\{" + tags + "\\})? ([0-9.eE+-]+)(?: # .*)?$").matcher(body);
     return m.find() ? Double.parseDouble(m.group(1)) : 0;
   }
+
+  /** The value of one exposition line, {@code name{labels} value [timestamp] [# exemplar]}: never the exemplar's numbers. */
+  public static double sampleValue(String line) {
+    int space = line.indexOf(' '), brace = line.indexOf('{');
+    int seriesEnd = brace >= 0 && brace < space ? line.indexOf('}', brace) + 1 : space;
+    String rest = line.substring(seriesEnd).stripLeading();
+    int end = rest.indexOf(' ');
+    return Double.parseDouble(end < 0 ? rest : rest.substring(0, end));
+  }
 }
