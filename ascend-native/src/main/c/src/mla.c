@@ -44,7 +44,7 @@ typedef struct {
   int64_t ldb;
   const int32_t *context_lens;
   float scale2; /* softmax_scale · log2(e) */
-  int64_t chunks_per_row;
+  int64_t chunks_per_row, items; /* items = rows × chunks_per_row */
   /* partials, per work item: m[heads], l[heads], o[heads * rank] */
   int32_t *part_m;
   float *part_l, *part_o;
@@ -57,7 +57,9 @@ static const void *kv_row(const mla_job *j, int64_t t, int64_t pos) {
 }
 
 static void mla_item(const mla_job *j, int64_t unit, float *kv, float *s) {
-  int64_t groups = j->heads < HEAD_GROUPS ? j->heads : HEAD_GROUPS, item = unit / groups, group = unit % groups;
+  /* group-major: the threads' contiguous ranges of units then cover every chunk of a row, so a short last chunk
+   * does not leave one thread idle while another scores a whole one */
+  int64_t groups = j->heads < HEAD_GROUPS ? j->heads : HEAD_GROUPS, items = j->items, item = unit % items, group = unit / items;
   int64_t h_begin = j->heads * group / groups, h_end = j->heads * (group + 1) / groups;
   int64_t t = item / j->chunks_per_row, chunk = item % j->chunks_per_row;
   int64_t width = j->rank + j->rope, begin = chunk * CHUNK, end = j->context_lens[t];
@@ -156,7 +158,7 @@ MK_EXPORT int32_t mk_mla_decode(mk_context *ctx, float *out, int64_t ldo, const 
   }
   int64_t chunks_per_row = (longest + CHUNK - 1) / CHUNK, items = nq * chunks_per_row;
   mla_job j = {ctx->isa, q_latent, q_rope, ldq, ldr, heads, rank, rope, pages, pages_dtype == MK_BF16, page_size,
-               num_pages, block_table, ldb, context_lens, softmax_scale * LOG2E, chunks_per_row, NULL, NULL, NULL};
+               num_pages, block_table, ldb, context_lens, softmax_scale * LOG2E, chunks_per_row, items, NULL, NULL, NULL};
   j.part_m = malloc(sizeof(int32_t) * (size_t)(items * heads));
   j.part_l = malloc(sizeof(float) * (size_t)(items * heads));
   j.part_o = malloc(sizeof(float) * (size_t)(items * heads * rank));

@@ -14,7 +14,28 @@ import java.util.concurrent.atomic.LongAdder;
  */
 public final class ProfilingKernels implements Kernels {
   private final Kernels inner;
-  private final Map<String, Totals> totals = new ConcurrentHashMap<>();
+  private final Map<Key, Totals> totals = new ConcurrentHashMap<>();
+
+  /** An op and what it reads (null when the op is keyed by name alone): no string is built per call. */
+  private record Key(String op, Tensor weight, DType x) {
+    @Override
+    public boolean equals(Object o) {
+      return o instanceof Key k && k.op.equals(op) && k.x == x && (k.weight == weight || k.weight != null && weight != null
+          && k.weight.dtype() == weight.dtype() && java.util.Arrays.equals(k.weight.shape(), weight.shape()));
+    }
+
+    @Override
+    public int hashCode() {
+      return op.hashCode() * 31 + (weight == null ? 0 : weight.dtype().hashCode() * 31 + weight.dim(0) * 7 + weight.dim(-1));
+    }
+
+    String describe() {
+      if (weight == null) return x == null ? op : op + " from " + x.name().toLowerCase();
+      var s = new StringBuilder(op).append(' ').append(weight.dtype().name().toLowerCase()).append(' ');
+      for (int i = 0; i < weight.rank(); i++) s.append(i == 0 ? "" : "×").append(weight.dim(i));
+      return x == null ? s.toString() : s.append(" · ").append(x.name().toLowerCase()).append(" x").toString();
+    }
+  }
 
   /** Calls and nanoseconds of one key. */
   private static final class Totals {
@@ -30,7 +51,7 @@ public final class ProfilingKernels implements Kernels {
 
   /** Every key's totals, the most expensive first. */
   public List<OpTime> snapshot() {
-    return totals.entrySet().stream().map(e -> new OpTime(e.getKey(), e.getValue().calls.sum(), e.getValue().nanos.sum()))
+    return totals.entrySet().stream().map(e -> new OpTime(e.getKey().describe(), e.getValue().calls.sum(), e.getValue().nanos.sum()))
         .sorted(Comparator.comparingLong(OpTime::nanos).reversed()).toList();
   }
 
@@ -38,17 +59,15 @@ public final class ProfilingKernels implements Kernels {
     totals.clear();
   }
 
-  private void record(String key, long startNanos) {
+  private void record(String op, long startNanos) {
+    record(new Key(op, null, null), startNanos);
+  }
+
+  private void record(Key key, long startNanos) {
     long elapsed = System.nanoTime() - startNanos;
     Totals t = totals.computeIfAbsent(key, k -> new Totals());
     t.calls.increment();
     t.nanos.add(elapsed);
-  }
-
-  private static String shape(Tensor t) {
-    var s = new StringBuilder(t.dtype().name().toLowerCase()).append(' ');
-    for (int i = 0; i < t.rank(); i++) s.append(i == 0 ? "" : "×").append(t.dim(i));
-    return s.toString();
   }
 
   @Override
@@ -65,7 +84,7 @@ public final class ProfilingKernels implements Kernels {
   public void matmul(Tensor out, Tensor x, Tensor w) {
     long t = System.nanoTime();
     inner.matmul(out, x, w);
-    record("matmul " + shape(w) + " · " + x.dtype().name().toLowerCase() + " x", t);
+    record(new Key("matmul", w, x.dtype()), t);
   }
 
   @Override
@@ -79,7 +98,7 @@ public final class ProfilingKernels implements Kernels {
   public void matmulInt8(Tensor out, Tensor xq, Tensor xScales, Tensor w, Tensor wScales) {
     long t = System.nanoTime();
     inner.matmulInt8(out, xq, xScales, w, wScales);
-    record("matmulInt8 " + shape(w), t);
+    record(new Key("matmulInt8", w, null), t);
   }
 
   @Override
@@ -88,7 +107,7 @@ public final class ProfilingKernels implements Kernels {
     inner.matmulInt8Grouped(out, xq, xScales, rowOffsets, w, wScales);
     Tensor any = null; // groups without rows may have no weights
     for (Tensor g : w) if (any == null) any = g;
-    record("matmulInt8Grouped " + (any == null ? "(no weights)" : shape(any)), t);
+    record(new Key("matmulInt8Grouped", any, null), t);
   }
 
   @Override
@@ -165,6 +184,6 @@ public final class ProfilingKernels implements Kernels {
   public void convert(Tensor out, Tensor in) {
     long t = System.nanoTime();
     inner.convert(out, in);
-    record("convert " + in.dtype().name().toLowerCase() + "→" + out.dtype().name().toLowerCase(), t);
+    record(new Key("convert", null, in.dtype()), t);
   }
 }

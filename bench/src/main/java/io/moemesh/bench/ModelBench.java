@@ -60,6 +60,7 @@ public final class ModelBench {
         if (profile) {
           try (var kernels = NativeKernels.create(threads)) {
             var profiled = new ProfilingKernels(kernels);
+            run(loaded.withKernels(profiled), prompt, decodeSteps, () -> {}); // the profiler's own code warms up
             Run run = run(loaded.withKernels(profiled), prompt, decodeSteps, profiled::reset);
             System.out.println("decode step profile, " + threads + " thread(s), " + dir.getFileName() + " " + precision.name().toLowerCase()
                 + ", ctx " + promptLength + " (mean of " + decodeSteps + " steps):");
