@@ -109,8 +109,8 @@ int32_t mk_moe_gate(mk_context *ctx, int32_t *ids, float *weights, const float *
 /* Absorbed MLA decode. q_latent/out (nq*heads, rank) row stride ldq/ldo; q_rope (nq*heads, rope) stride ldr;
  * pages (num_pages, page_size, rank + rope) contiguous of dtype MK_BF16 or MK_F32;
  * block_table (nq, max_pages) row stride ldb; context_lens (nq). */
-int32_t mk_mla_decode(mk_context *ctx, float *out, int64_t ldo, const float *q_latent, int64_t ldq,
-                      const float *q_rope, int64_t ldr, int64_t nq, int64_t heads, int64_t rank, int64_t rope,
+int32_t mk_mla_decode(mk_context *ctx, float *out, int64_t ldo, const void *q_latent, int64_t ldq,
+                      const void *q_rope, int64_t ldr, int32_t q_dtype, int64_t nq, int64_t heads, int64_t rank, int64_t rope,
                       const void *pages, int32_t pages_dtype, int64_t num_pages, int64_t page_size,
                       const int32_t *block_table, int64_t ldb, int64_t max_pages, const int32_t *context_lens,
                       float softmax_scale);

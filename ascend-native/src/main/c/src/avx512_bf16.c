@@ -128,3 +128,93 @@ void mk_avx512_matmul_bf16_tile(float *out, int64_t ldo, const uint16_t *x, int6
 #undef ROW
 #undef SHAPE
 }
+
+/* ---- MLA decode on BF16 latent rows: 4 heads x 4 positions per register tile ---- */
+
+/* Scores of up to 4 heads against up to 4 rows at a time: each 32-value chunk of a row is loaded once for 4
+ * heads and each chunk of q once for 4 rows (16 VDPBF16PS chains in named registers: as an array, GCC spilled
+ * them inside the loop), so the loop is bound by the dot products, not the loads. Full chunks with plain loads,
+ * then the masked tail. Missing heads or rows of an edge tile reuse the first one; their sums are not stored. */
+#define MLA_SCORES_STEP(LOAD)                                                                                 \
+  do {                                                                                                        \
+    __m512i k0 = LOAD(r0 + c), k1 = LOAD(r1 + c), k2 = LOAD(r2 + c), k3 = LOAD(r3 + c), qv = LOAD(q0 + c);   \
+    a00 = dpbf16(a00, qv, k0), a01 = dpbf16(a01, qv, k1), a02 = dpbf16(a02, qv, k2), a03 = dpbf16(a03, qv, k3); \
+    qv = LOAD(q1 + c);                                                                                        \
+    a10 = dpbf16(a10, qv, k0), a11 = dpbf16(a11, qv, k1), a12 = dpbf16(a12, qv, k2), a13 = dpbf16(a13, qv, k3); \
+    qv = LOAD(q2 + c);                                                                                        \
+    a20 = dpbf16(a20, qv, k0), a21 = dpbf16(a21, qv, k1), a22 = dpbf16(a22, qv, k2), a23 = dpbf16(a23, qv, k3); \
+    qv = LOAD(q3 + c);                                                                                        \
+    a30 = dpbf16(a30, qv, k0), a31 = dpbf16(a31, qv, k1), a32 = dpbf16(a32, qv, k2), a33 = dpbf16(a33, qv, k3); \
+  } while (0)
+#define LOAD_FULL(p) _mm512_loadu_si512(p)
+#define LOAD_TAIL(p) _mm512_maskz_loadu_epi16(tail, p)
+
+void mk_avx512_mla_scores_bf16(float *s, int64_t lds, const uint16_t *q, int64_t ldq, int64_t hn,
+                               const uint16_t *const *rows, int64_t count, int64_t width, float scale) {
+  const uint16_t *q0 = q, *q1 = q + (hn > 1 ? 1 : 0) * ldq, *q2 = q + (hn > 2 ? 2 : 0) * ldq, *q3 = q + (hn > 3 ? 3 : 0) * ldq;
+  int64_t full = width / 32 * 32;
+  __mmask32 tail = mask32(width - full);
+  for (int64_t p0 = 0; p0 < count; p0 += 4) {
+    const uint16_t *r0 = rows[p0], *r1 = rows[p0 + 1 < count ? p0 + 1 : p0], *r2 = rows[p0 + 2 < count ? p0 + 2 : p0],
+                   *r3 = rows[p0 + 3 < count ? p0 + 3 : p0];
+    __m512 a00 = _mm512_setzero_ps(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00, a13 = a00,
+           a20 = a00, a21 = a00, a22 = a00, a23 = a00, a30 = a00, a31 = a00, a32 = a00, a33 = a00;
+    int64_t c = 0;
+    for (; c < full; c += 32) MLA_SCORES_STEP(LOAD_FULL);
+    if (c < width) MLA_SCORES_STEP(LOAD_TAIL);
+    __m512 acc[4][4] = {{a00, a01, a02, a03}, {a10, a11, a12, a13}, {a20, a21, a22, a23}, {a30, a31, a32, a33}};
+    for (int h = 0; h < hn; h++)
+      for (int r = 0; r < 4 && p0 + r < count; r++) s[h * lds + p0 + r] = hsum16(acc[h][r]) * scale;
+  }
+}
+#undef MLA_SCORES_STEP
+#undef LOAD_FULL
+#undef LOAD_TAIL
+
+/* A BF16 row chunk widened to F32 (exact: BF16 is the top half of an F32). */
+INLINE __m512 load_bf16_as_f32(const uint16_t *p, __mmask16 m) {
+  __m512i wide = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
+}
+
+/* o += Σ_p prob[p] · c_kv[p] for up to 4 heads: 64 columns of o for 4 heads live in 16 named registers while
+ * every row of the block goes by, so each row chunk is widened once for 4 heads. Fused multiply-adds in position
+ * order. A missing head of an edge tile uses the first head's weights; its sums are not stored. */
+void mk_avx512_mla_accumulate_bf16(float *o, int64_t ldo, const float *prob, int64_t ldp, int64_t hn,
+                                   const uint16_t *const *rows, int64_t count, int64_t rank) {
+  const float *p0 = prob, *p1 = prob + (hn > 1 ? 1 : 0) * ldp, *p2 = prob + (hn > 2 ? 2 : 0) * ldp, *p3 = prob + (hn > 3 ? 3 : 0) * ldp;
+  for (int64_t c = 0; c < rank; c += 64) {
+    __mmask16 m[4];
+    for (int k = 0; k < 4; k++) {
+      int64_t left = rank - c - 16 * k;
+      m[k] = left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
+    }
+    float *o0 = o + c, *o1 = o + (hn > 1 ? 1 : 0) * ldo + c, *o2 = o + (hn > 2 ? 2 : 0) * ldo + c, *o3 = o + (hn > 3 ? 3 : 0) * ldo + c;
+    __m512 a00 = _mm512_maskz_loadu_ps(m[0], o0), a01 = _mm512_maskz_loadu_ps(m[1], o0 + 16),
+           a02 = _mm512_maskz_loadu_ps(m[2], o0 + 32), a03 = _mm512_maskz_loadu_ps(m[3], o0 + 48);
+    __m512 a10 = _mm512_maskz_loadu_ps(m[0], o1), a11 = _mm512_maskz_loadu_ps(m[1], o1 + 16),
+           a12 = _mm512_maskz_loadu_ps(m[2], o1 + 32), a13 = _mm512_maskz_loadu_ps(m[3], o1 + 48);
+    __m512 a20 = _mm512_maskz_loadu_ps(m[0], o2), a21 = _mm512_maskz_loadu_ps(m[1], o2 + 16),
+           a22 = _mm512_maskz_loadu_ps(m[2], o2 + 32), a23 = _mm512_maskz_loadu_ps(m[3], o2 + 48);
+    __m512 a30 = _mm512_maskz_loadu_ps(m[0], o3), a31 = _mm512_maskz_loadu_ps(m[1], o3 + 16),
+           a32 = _mm512_maskz_loadu_ps(m[2], o3 + 32), a33 = _mm512_maskz_loadu_ps(m[3], o3 + 48);
+    for (int64_t p = 0; p < count; p++) {
+      const uint16_t *row = rows[p] + c;
+      __m512 k0 = load_bf16_as_f32(row, m[0]), k1 = load_bf16_as_f32(row + 16, m[1]), k2 = load_bf16_as_f32(row + 32, m[2]),
+             k3 = load_bf16_as_f32(row + 48, m[3]);
+      __m512 w = _mm512_set1_ps(p0[p]);
+      a00 = _mm512_fmadd_ps(w, k0, a00), a01 = _mm512_fmadd_ps(w, k1, a01), a02 = _mm512_fmadd_ps(w, k2, a02), a03 = _mm512_fmadd_ps(w, k3, a03);
+      w = _mm512_set1_ps(p1[p]);
+      a10 = _mm512_fmadd_ps(w, k0, a10), a11 = _mm512_fmadd_ps(w, k1, a11), a12 = _mm512_fmadd_ps(w, k2, a12), a13 = _mm512_fmadd_ps(w, k3, a13);
+      w = _mm512_set1_ps(p2[p]);
+      a20 = _mm512_fmadd_ps(w, k0, a20), a21 = _mm512_fmadd_ps(w, k1, a21), a22 = _mm512_fmadd_ps(w, k2, a22), a23 = _mm512_fmadd_ps(w, k3, a23);
+      w = _mm512_set1_ps(p3[p]);
+      a30 = _mm512_fmadd_ps(w, k0, a30), a31 = _mm512_fmadd_ps(w, k1, a31), a32 = _mm512_fmadd_ps(w, k2, a32), a33 = _mm512_fmadd_ps(w, k3, a33);
+    }
+    /* stores from the last head down: a missing head aliases head 0, whose own sums must be written last */
+    if (hn > 3) _mm512_mask_storeu_ps(o3, m[0], a30), _mm512_mask_storeu_ps(o3 + 16, m[1], a31), _mm512_mask_storeu_ps(o3 + 32, m[2], a32), _mm512_mask_storeu_ps(o3 + 48, m[3], a33);
+    if (hn > 2) _mm512_mask_storeu_ps(o2, m[0], a20), _mm512_mask_storeu_ps(o2 + 16, m[1], a21), _mm512_mask_storeu_ps(o2 + 32, m[2], a22), _mm512_mask_storeu_ps(o2 + 48, m[3], a23);
+    if (hn > 1) _mm512_mask_storeu_ps(o1, m[0], a10), _mm512_mask_storeu_ps(o1 + 16, m[1], a11), _mm512_mask_storeu_ps(o1 + 32, m[2], a12), _mm512_mask_storeu_ps(o1 + 48, m[3], a13);
+    _mm512_mask_storeu_ps(o0, m[0], a00), _mm512_mask_storeu_ps(o0 + 16, m[1], a01), _mm512_mask_storeu_ps(o0 + 32, m[2], a02), _mm512_mask_storeu_ps(o0 + 48, m[3], a03);
+  }
+}

@@ -338,5 +338,7 @@ const mk_isa mk_isa_avx512 = {
     .dot_f32 = dot_f32,
     .mla_scores = mla_scores,
     .mla_accumulate = mla_accumulate,
+    .mla_scores_bf16 = mk_avx512_mla_scores_bf16,
+    .mla_accumulate_bf16 = mk_avx512_mla_accumulate_bf16,
     .int8_peak_loop = int8_peak_loop,
 };

@@ -70,6 +70,14 @@ typedef struct mk_isa {
   void (*mla_scores)(float *s, const float *ql, const float *qr, const float *kv, int64_t count, int64_t width,
                      int64_t rank, float scale);
   void (*mla_accumulate)(float *o, const float *prob, const float *kv, int64_t count, int64_t width, int64_t rank);
+  /* Optional (NULL: the F32 pair above, on rows converted to F32): MLA decode straight on BF16 latent rows
+   * rows[p] (c_kv ‖ k_pe, width = rank + rope), for hn <= 4 heads at once, count <= 16 rows. Scores
+   * s[h*lds + p] = (q_h · rows[p]) · scale, q BF16 rows of width (q_latent ‖ q_rope), every product exact,
+   * summed in F32; then o[h*ldo + c] += Σ_p prob[h*ldp + p] · c_kv_p[c] for c < rank, in position order. */
+  void (*mla_scores_bf16)(float *s, int64_t lds, const uint16_t *q, int64_t ldq, int64_t hn, const uint16_t *const *rows,
+                          int64_t count, int64_t width, float scale);
+  void (*mla_accumulate_bf16)(float *o, int64_t ldo, const float *prob, int64_t ldp, int64_t hn,
+                              const uint16_t *const *rows, int64_t count, int64_t rank);
   /* Register-only VPDPBUSD (or portable stand-in) loop: returns int8 ops done. */
   double (*int8_peak_loop)(int64_t iterations);
 } mk_isa;
@@ -80,6 +88,10 @@ extern const mk_isa mk_isa_avx512;
 /* VDPBF16PS tiles (avx512_bf16.c, the only file built with -mavx512bf16); mk_isa_avx512's matmul_bf16_tile. */
 void mk_avx512_matmul_bf16_tile(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, const uint16_t *w,
                                 int64_t ldw, int64_t mr, int64_t nr, int64_t k);
+void mk_avx512_mla_scores_bf16(float *s, int64_t lds, const uint16_t *q, int64_t ldq, int64_t hn,
+                               const uint16_t *const *rows, int64_t count, int64_t width, float scale);
+void mk_avx512_mla_accumulate_bf16(float *o, int64_t ldo, const float *prob, int64_t ldp, int64_t hn,
+                                   const uint16_t *const *rows, int64_t count, int64_t rank);
 #endif
 
 struct mk_pool;

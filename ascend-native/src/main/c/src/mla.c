@@ -37,6 +37,7 @@ typedef struct {
   const mk_isa *isa;
   const float *q_latent, *q_rope;
   int64_t ldq, ldr, heads, rank, rope;
+  const uint16_t *q16; /* over BF16 pages with the BF16 row kernels: q_latent ‖ q_rope in BF16, rows of rank + rope */
   const void *pages;
   int32_t pages_bf16;
   int64_t page_size, num_pages;
@@ -56,6 +57,48 @@ static const void *kv_row(const mla_job *j, int64_t t, int64_t pos) {
   return (const char *)j->pages + (size_t)offset * (j->pages_bf16 ? 2 : 4);
 }
 
+/* AMLA's online softmax over one block's scores s[0:count] of one head (m, l, o its running state): the max
+ * moves up to an integer, what was summed is scaled by 2^-Δ, and s becomes the block's weights 2^(s - m). */
+static void online_softmax(int32_t *m, float *l, float *o, float *s, int64_t count, int64_t rank) {
+  float block_max = -INFINITY;
+  for (int64_t p = 0; p < count; p++)
+    if (s[p] > block_max) block_max = s[p];
+  float ceiling = ceilf(block_max);
+  if (!(ceiling > -0x1p30f)) ceiling = -0x1p30f; /* also catches NaN */
+  if (ceiling > 0x1p30f) ceiling = 0x1p30f;
+  int32_t block_m = (int32_t)ceiling;
+  if (block_m > *m) {
+    if (*m != M_NONE) {
+      int64_t delta = (int64_t)block_m - *m;
+      int32_t d = delta > 255 ? 255 : (int32_t)delta;
+      scale_down_pow2(o, rank, d);
+      scale_down_pow2(l, 1, d);
+    }
+    *m = block_m;
+  }
+  for (int64_t p = 0; p < count; p++) {
+    s[p] = exp2f(s[p] - (float)*m); /* the weights, ≤ 1 */
+    *l += s[p];
+  }
+}
+
+/* Positions [begin, end) of row t for heads [h_begin, h_end), straight on BF16 rows, 4 heads per kernel call. */
+static void mla_block_bf16(const mla_job *j, int64_t t, int64_t h_begin, int64_t h_end, int64_t begin, int64_t end,
+                           int32_t *m, float *l, float *o, float *s) {
+  int64_t width = j->rank + j->rope;
+  const uint16_t *rows[BLOCK];
+  for (int64_t b = begin; b < end; b += BLOCK) {
+    int64_t count = end - b < BLOCK ? end - b : BLOCK;
+    for (int64_t p = 0; p < count; p++) rows[p] = kv_row(j, t, b + p);
+    for (int64_t h0 = h_begin; h0 < h_end; h0 += 4) {
+      int64_t hn = h_end - h0 < 4 ? h_end - h0 : 4;
+      j->isa->mla_scores_bf16(s, BLOCK, j->q16 + (t * j->heads + h0) * width, width, hn, rows, count, width, j->scale2);
+      for (int64_t h = 0; h < hn; h++) online_softmax(&m[h0 + h], &l[h0 + h], o + (h0 + h) * j->rank, s + h * BLOCK, count, j->rank);
+      j->isa->mla_accumulate_bf16(o + h0 * j->rank, j->rank, s, BLOCK, hn, rows, count, j->rank);
+    }
+  }
+}
+
 static void mla_item(const mla_job *j, int64_t unit, float *kv, float *s) {
   /* group-major: the threads' contiguous ranges of units then cover every chunk of a row, so a short last chunk
    * does not leave one thread idle while another scores a whole one */
@@ -68,6 +111,10 @@ static void mla_item(const mla_job *j, int64_t unit, float *kv, float *s) {
   float *l = j->part_l + item * j->heads, *o = j->part_o + item * j->heads * j->rank;
   for (int64_t h = h_begin; h < h_end; h++) m[h] = M_NONE, l[h] = 0;
   memset(o + h_begin * j->rank, 0, sizeof(float) * (size_t)((h_end - h_begin) * j->rank));
+  if (j->q16 != NULL) {
+    mla_block_bf16(j, t, h_begin, h_end, begin, end, m, l, o, s);
+    return;
+  }
   for (int64_t b = begin; b < end; b += BLOCK) {
     int64_t count = end - b < BLOCK ? end - b : BLOCK;
     for (int64_t p = 0; p < count; p++) {
@@ -77,27 +124,8 @@ static void mla_item(const mla_job *j, int64_t unit, float *kv, float *s) {
     }
     for (int64_t h = h_begin; h < h_end; h++) {
       const float *ql = j->q_latent + (t * j->heads + h) * j->ldq, *qr = j->q_rope + (t * j->heads + h) * j->ldr;
-      float block_max = -INFINITY;
       j->isa->mla_scores(s, ql, qr, kv, count, width, j->rank, j->scale2);
-      for (int64_t p = 0; p < count; p++)
-        if (s[p] > block_max) block_max = s[p];
-      float ceiling = ceilf(block_max);
-      if (!(ceiling > -0x1p30f)) ceiling = -0x1p30f; /* also catches NaN */
-      if (ceiling > 0x1p30f) ceiling = 0x1p30f;
-      int32_t block_m = (int32_t)ceiling;
-      if (block_m > m[h]) {
-        if (m[h] != M_NONE) {
-          int64_t delta = (int64_t)block_m - m[h];
-          int32_t d = delta > 255 ? 255 : (int32_t)delta;
-          scale_down_pow2(o + h * j->rank, j->rank, d);
-          scale_down_pow2(l + h, 1, d);
-        }
-        m[h] = block_m;
-      }
-      for (int64_t p = 0; p < count; p++) {
-        s[p] = exp2f(s[p] - (float)m[h]); /* the weights, ≤ 1 */
-        l[h] += s[p];
-      }
+      online_softmax(&m[h], &l[h], o + h * j->rank, s, count, j->rank);
       j->isa->mla_accumulate(o + h * j->rank, s, kv, count, width, j->rank);
     }
   }
@@ -105,7 +133,7 @@ static void mla_item(const mla_job *j, int64_t unit, float *kv, float *s) {
 
 static void mla_range(void *raw, int64_t begin, int64_t end) {
   const mla_job *j = raw;
-  float *scratch = malloc(sizeof(float) * (size_t)(BLOCK * (j->rank + j->rope) + BLOCK));
+  float *scratch = malloc(sizeof(float) * (size_t)(BLOCK * (j->rank + j->rope) + 4 * BLOCK));
   if (scratch == NULL) abort(); /* a few KiB; failure here means the process is already lost */
   for (int64_t item = begin; item < end; item++) mla_item(j, item, scratch, scratch + BLOCK * (j->rank + j->rope));
   free(scratch);
@@ -136,8 +164,8 @@ static void mla_combine(const mla_job *j, int64_t t, float *out, int64_t ldo) {
   }
 }
 
-MK_EXPORT int32_t mk_mla_decode(mk_context *ctx, float *out, int64_t ldo, const float *q_latent, int64_t ldq,
-                                const float *q_rope, int64_t ldr, int64_t nq, int64_t heads, int64_t rank,
+MK_EXPORT int32_t mk_mla_decode(mk_context *ctx, float *out, int64_t ldo, const void *q_latent, int64_t ldq,
+                                const void *q_rope, int64_t ldr, int32_t q_dtype, int64_t nq, int64_t heads, int64_t rank,
                                 int64_t rope, const void *pages, int32_t pages_dtype, int64_t num_pages,
                                 int64_t page_size, const int32_t *block_table, int64_t ldb, int64_t max_pages,
                                 const int32_t *context_lens, float softmax_scale) {
@@ -148,6 +176,7 @@ MK_EXPORT int32_t mk_mla_decode(mk_context *ctx, float *out, int64_t ldo, const 
       ldo < rank || ldq < rank || ldr < rope || ldb < max_pages)
     return MK_E_SHAPE;
   if (pages_dtype != MK_BF16 && pages_dtype != MK_F32) return MK_E_DTYPE;
+  if (q_dtype != MK_F32 && !(q_dtype == MK_BF16 && pages_dtype == MK_BF16)) return MK_E_DTYPE;
   int64_t longest = 0;
   for (int64_t t = 0; t < nq; t++) {
     int64_t len = context_lens[t];
@@ -156,19 +185,38 @@ MK_EXPORT int32_t mk_mla_decode(mk_context *ctx, float *out, int64_t ldo, const 
       if (block_table[t * ldb + p] < 0 || block_table[t * ldb + p] >= num_pages) return MK_E_INDEX;
     if (len > longest) longest = len;
   }
-  int64_t chunks_per_row = (longest + CHUNK - 1) / CHUNK, items = nq * chunks_per_row;
-  mla_job j = {ctx->isa, q_latent, q_rope, ldq, ldr, heads, rank, rope, pages, pages_dtype == MK_BF16, page_size,
+  int64_t chunks_per_row = (longest + CHUNK - 1) / CHUNK, items = nq * chunks_per_row, width = rank + rope;
+  mla_job j = {ctx->isa, q_latent, q_rope, ldq, ldr, heads, rank, rope, NULL, pages, pages_dtype == MK_BF16, page_size,
                num_pages, block_table, ldb, context_lens, softmax_scale * LOG2E, chunks_per_row, items, NULL, NULL, NULL};
+  /* A BF16 query is gathered into rows of q_latent ‖ q_rope for the BF16 row kernels, or widened to F32 (exactly)
+   * for the F32 ones. */
+  uint16_t *q16 = NULL;
+  float *q_wide = NULL;
+  if (q_dtype == MK_BF16) {
+    const uint16_t *ql = q_latent, *qr = q_rope;
+    int use_bf16 = ctx->isa->mla_scores_bf16 != NULL;
+    if (use_bf16) q16 = malloc(sizeof(uint16_t) * (size_t)(nq * heads * width));
+    else q_wide = malloc(sizeof(float) * (size_t)(nq * heads * width));
+    if (q16 == NULL && q_wide == NULL) return MK_E_NOMEM;
+    for (int64_t r = 0; r < nq * heads; r++)
+      for (int64_t c = 0; c < width; c++) {
+        uint16_t b = c < rank ? ql[r * ldq + c] : qr[r * ldr + c - rank];
+        if (use_bf16) q16[r * width + c] = b;
+        else q_wide[r * width + c] = mk_bf16_to_f32(b);
+      }
+    j.q16 = q16;
+    if (q_wide != NULL) j.q_latent = q_wide, j.q_rope = q_wide + rank, j.ldq = width, j.ldr = width;
+  }
   j.part_m = malloc(sizeof(int32_t) * (size_t)(items * heads));
   j.part_l = malloc(sizeof(float) * (size_t)(items * heads));
   j.part_o = malloc(sizeof(float) * (size_t)(items * heads * rank));
   if (j.part_m == NULL || j.part_l == NULL || j.part_o == NULL) {
-    free(j.part_m), free(j.part_l), free(j.part_o);
+    free(j.part_m), free(j.part_l), free(j.part_o), free(q16), free(q_wide);
     return MK_E_NOMEM;
   }
   int64_t groups = heads < HEAD_GROUPS ? heads : HEAD_GROUPS;
   mk_parallel_for(ctx, items * groups, 1, items * CHUNK * (rank + rope) * heads, mla_range, &j);
   for (int64_t t = 0; t < nq; t++) mla_combine(&j, t, out, ldo);
-  free(j.part_m), free(j.part_l), free(j.part_o);
+  free(j.part_m), free(j.part_l), free(j.part_o), free(q16), free(q_wide);
   return MK_OK;
 }

@@ -100,7 +100,9 @@ public interface Kernels extends AutoCloseable {
    * ceiling of the largest base-2 score so far), each weight is {@code 2^(s − M) ≤ 1}, and when M grows by Δ the
    * accumulator and the denominator are scaled by {@code 2^−Δ} as an integer subtract of Δ from each F32
    * exponent field (values that would turn subnormal become 0); inputs are finite. out F32
-   * (nq, heads, kvLoraRank); qLatent F32 (nq, heads, kvLoraRank); qRope F32 (nq, heads, ropeDim).
+   * (nq, heads, kvLoraRank); qLatent (nq, heads, kvLoraRank) and qRope (nq, heads, ropeDim) both F32, or both
+   * BF16 over BF16 pages: then every score is a sum of exact BF16 × BF16 products (as FlashMLA takes its query),
+   * which the native kernels compute with VDPBF16PS.
    */
   void mlaDecode(Tensor out, Tensor qLatent, Tensor qRope, PagedLatentKv kv, float softmaxScale);
 

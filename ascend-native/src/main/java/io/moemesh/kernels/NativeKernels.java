@@ -191,7 +191,7 @@ public final class NativeKernels extends ValidatingKernels implements AutoClosea
   protected void doMlaDecode(Tensor out, Tensor qLatent, Tensor qRope, PagedLatentKv kv, float softmaxScale) {
     Tensor pages = kv.pages(), table = kv.blockTable();
     call("mlaDecode", ctx -> (int) NativeOps.MLA_DECODE.invokeExact(ctx, out.segment(), out.rowStride(),
-        qLatent.segment(), qLatent.rowStride(), qRope.segment(), qRope.rowStride(), (long) qLatent.dim(0),
+        qLatent.segment(), qLatent.rowStride(), qRope.segment(), qRope.rowStride(), qLatent.dtype().code(), (long) qLatent.dim(0),
         (long) qLatent.dim(1), (long) qLatent.dim(2), (long) qRope.dim(2), pages.segment(), pages.dtype().code(),
         (long) pages.dim(0), (long) pages.dim(1), table.segment(), table.rowStride(), (long) table.rowLength(),
         kv.contextLens().segment(), softmaxScale), out, qLatent, qRope, pages, table, kv.contextLens());

@@ -15,6 +15,7 @@ import java.util.concurrent.atomic.LongAdder;
 public final class ProfilingKernels implements Kernels {
   private final Kernels inner;
   private final Map<Key, Totals> totals = new ConcurrentHashMap<>();
+  private volatile boolean recording = true;
 
   /** An op and what it reads (null when the op is keyed by name alone): no string is built per call. */
   private record Key(String op, Tensor weight, DType x) {
@@ -59,11 +60,17 @@ public final class ProfilingKernels implements Kernels {
     totals.clear();
   }
 
+  /** Whether calls are recorded from now on (they are from the start): a benchmark times only the steps it measures. */
+  public void recording(boolean on) {
+    recording = on;
+  }
+
   private void record(String op, long startNanos) {
     record(new Key(op, null, null), startNanos);
   }
 
   private void record(Key key, long startNanos) {
+    if (!recording) return;
     long elapsed = System.nanoTime() - startNanos;
     Totals t = totals.computeIfAbsent(key, k -> new Totals());
     t.calls.increment();

@@ -132,8 +132,10 @@ public abstract class ValidatingKernels implements Kernels {
   public final void mlaDecode(Tensor out, Tensor qLatent, Tensor qRope, PagedLatentKv kv, float softmaxScale) {
     Tensor pages = kv.pages();
     var c = new Check("mlaDecode", out, qLatent, qRope, pages, kv.blockTable(), kv.contextLens());
-    c.dtype(out, "out", F32).dtype(qLatent, "qLatent", F32).dtype(qRope, "qRope", F32).dtype(pages, "pages", BF16, F32)
+    c.dtype(out, "out", F32).dtype(qLatent, "qLatent", F32, BF16).dtype(qRope, "qRope", qLatent.dtype()).dtype(pages, "pages", BF16, F32)
         .dtype(kv.blockTable(), "blockTable", I32).dtype(kv.contextLens(), "contextLens", I32);
+    if (qLatent.dtype() == BF16 && pages.dtype() != BF16)
+      c.fail("a BF16 query needs BF16 pages (a BF16 × BF16 dot product), got qLatent " + qLatent + " with pages " + pages);
     if (qLatent.rank() != 3 || qRope.rank() != 3 || pages.rank() != 3)
       c.fail("qLatent, qRope (nq, heads, ·) and pages (numPages, pageSize, ·) must have rank 3");
     c.sameMatrix(out, qLatent).rows(qRope, qLatent.numRows())

@@ -13,6 +13,7 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
@@ -25,14 +26,21 @@ final class AttentionContract {
   private AttentionContract() {}
 
   interface MlaDecode extends ContractBase {
-    /** (nq, heads, kvLoraRank, ropeDim, pageSize, maxPages, pages dtype): tiny, DeepSeek's dims, odd ones. */
+    /**
+     * (nq, heads, kvLoraRank, ropeDim, pageSize, maxPages, pages dtype, query dtype): tiny, DeepSeek's dims, odd
+     * ones, many heads; over BF16 pages with an F32 and with a BF16 query.
+     */
     static Stream<Arguments> shapes() {
       return Stream.of(
-          Arguments.of(1, 1, 16, 8, 1, 3, F32),
-          Arguments.of(3, 4, 64, 16, 16, 4, BF16),
-          Arguments.of(3, 3, 512, 64, 16, 3, BF16),
-          Arguments.of(5, 2, 32, 8, 7, 5, F32),
-          Arguments.of(4, 2, 131, 7, 5, 4, BF16));
+          Arguments.of(1, 1, 16, 8, 1, 3, F32, F32),
+          Arguments.of(3, 4, 64, 16, 16, 4, BF16, F32),
+          Arguments.of(3, 4, 64, 16, 16, 4, BF16, BF16),
+          Arguments.of(3, 3, 512, 64, 16, 3, BF16, F32),
+          Arguments.of(3, 3, 512, 64, 16, 3, BF16, BF16),
+          Arguments.of(5, 2, 32, 8, 7, 5, F32, F32),
+          Arguments.of(4, 2, 131, 7, 5, 4, BF16, F32),
+          Arguments.of(4, 2, 131, 7, 5, 4, BF16, BF16),
+          Arguments.of(2, 22, 64, 16, 16, 3, BF16, BF16)); // head groups of 5 and 6: a full tile of 4 heads and an edge one
     }
 
     /** Attention on in = {qLatent, qRope, pages, blockTable, contextLens}. */
@@ -51,6 +59,11 @@ final class AttentionContract {
      */
     private Tensor[] inputs(Random random, int nq, int heads, int rank, int rope, int pageSize, int maxPages,
         DType pagesType) {
+      return inputs(random, nq, heads, rank, rope, pageSize, maxPages, pagesType, F32);
+    }
+
+    private Tensor[] inputs(Random random, int nq, int heads, int rank, int rope, int pageSize, int maxPages,
+        DType pagesType, DType queryType) {
       TensorArena arena = arena();
       int numPages = nq * maxPages / 2 + 1;
       int capacity = maxPages * pageSize;
@@ -64,7 +77,7 @@ final class AttentionContract {
         };
       }
       return new Tensor[] {
-          uniform(arena, random, F32, 1, nq, heads, rank), uniform(arena, random, F32, 1, nq, heads, rope),
+          uniform(arena, random, queryType, 1, nq, heads, rank), uniform(arena, random, queryType, 1, nq, heads, rope),
           uniform(arena, random, pagesType, 1, numPages, pageSize, rank + rope),
           TestTensors.ints(arena, random, 0, numPages, nq, maxPages), arena.ofInts(lens, nq)};
     }
@@ -83,13 +96,13 @@ final class AttentionContract {
       return magnitude;
     }
 
-    @ParameterizedTest(name = "nq {0}, heads {1}, rank {2}+{3}, pages of {4} × {5} {6}")
+    @ParameterizedTest(name = "nq {0}, heads {1}, rank {2}+{3}, pages of {4} × {5} {6}, query {7}")
     @MethodSource("shapes")
     default void matchesReferenceWithinToleranceOfLatentAndScoreMagnitude(int nq, int heads, int rank, int rope,
-        int pageSize, int maxPages, DType pagesType) {
+        int pageSize, int maxPages, DType pagesType, DType queryType) {
       for (float sharpness : new float[] {1, 30}) {
         var random = new Random(seed(nq, heads, rank, rope, pageSize, sharpness));
-        Tensor[] in = inputs(random, nq, heads, rank, rope, pageSize, maxPages, pagesType);
+        Tensor[] in = inputs(random, nq, heads, rank, rope, pageSize, maxPages, pagesType, queryType);
         float scale = scale(rank, rope, sharpness);
         Tensor actual = check().actual("mlaDecode", call(scale), in, garbage(arena(), F32, nq, heads, rank))[0];
         Tensor expected = check().expected(call(scale), in, garbage(arena(), F32, nq, heads, rank))[0];
@@ -97,17 +110,19 @@ final class AttentionContract {
       }
     }
 
-    @Test
-    default void rowsAreIndependentOfTheBatch() {
-      Tensor[] in = inputs(new Random(34), 6, 4, 64, 16, 8, 4, BF16);
+    @ParameterizedTest
+    @EnumSource(value = DType.class, names = {"F32", "BF16"})
+    default void rowsAreIndependentOfTheBatch(DType queryType) {
+      Tensor[] in = inputs(new Random(34), 6, 4, 64, 16, 8, 4, BF16, queryType);
       check().rowsIndependent("mlaDecode", (k, out, from, to) -> k.mlaDecode(out[0], in[0].rows(from, to),
           in[1].rows(from, to), new PagedLatentKv(in[2], in[3].rows(from, to), in[4].rows(from, to)), 0.125f),
           6, garbage(arena(), F32, 6, 4, 64));
     }
 
-    @Test
-    default void acceptsRowStridedQueriesOutputAndBlockTable() {
-      Tensor[] in = inputs(new Random(35), 3, 4, 64, 16, 8, 4, BF16);
+    @ParameterizedTest
+    @EnumSource(value = DType.class, names = {"F32", "BF16"})
+    default void acceptsRowStridedQueriesOutputAndBlockTable(DType queryType) {
+      Tensor[] in = inputs(new Random(35), 3, 4, 64, 16, 8, 4, BF16, queryType);
       check().viewsAgree("mlaDecode", call(0.125f), in, new Tensor[] {garbage(arena(), F32, 3, 4, 64)}, in[2]);
     }
 
@@ -129,6 +144,10 @@ final class AttentionContract {
       }
       Tensor wideRope = uniform(arena, new Random(37), F32, 1, 3, 2, 9);
       check.rejected("mlaDecode", k -> k.mlaDecode(out, in[0], wideRope, new PagedLatentKv(in[2], in[3], in[4]), 0.5f), out);
+      Tensor[] bf16Query = inputs(new Random(38), 3, 2, 16, 8, 4, 3, F32, BF16); // a BF16 query needs BF16 pages
+      check.rejected("mlaDecode", k -> k.mlaDecode(out, bf16Query[0], bf16Query[1], new PagedLatentKv(bf16Query[2], bf16Query[3], bf16Query[4]), 0.5f), out);
+      Tensor bf16Rope = uniform(arena, new Random(39), BF16, 1, 3, 2, 8); // qLatent F32, qRope BF16: mixed
+      check.rejected("mlaDecode", k -> k.mlaDecode(out, in[0], bf16Rope, new PagedLatentKv(in[2], in[3], in[4]), 0.5f), out);
     }
   }
 

@@ -22,6 +22,7 @@ final class KernelCases {
   static final String GEMM_F32_BF16 = "gemm_f32_bf16";
   static final String GEMM_BF16_BF16 = "gemm_bf16_bf16";
   static final String MLA_DECODE = "mla_decode";
+  static final String MLA_DECODE_BF16_QUERY = "mla_decode_bf16q";
   static final String MOE_INT8_EXPERTS = "moe_int8_experts";
   static final String MOE_INT8_GROUPED = "moe_int8_grouped";
 
@@ -50,7 +51,9 @@ final class KernelCases {
     // a slice of DeepSeek-V3's lm_head (129280 x 7168 there; 1024 wide here) at a decode batch of 32
     add(cases, only, GEMM_F32_BF16, () -> gemmBf16(arena, fill, DType.F32, 32, 16384, 1024));
     add(cases, only, GEMM_BF16_BF16, () -> gemmBf16(arena, fill, DType.BF16, 32, 16384, 1024));
-    add(cases, only, MLA_DECODE, () -> mlaDecode(arena, fill, new MlaShape(8, 16, 512, 64, 4096, 64)));
+    // F32 query (exact and bf16 precision) and BF16 query (int8 precision: VDPBF16PS scores), side by side
+    add(cases, only, MLA_DECODE, () -> mlaDecode(arena, fill, new MlaShape(8, 16, 512, 64, 4096, 64), DType.F32));
+    add(cases, only, MLA_DECODE_BF16_QUERY, () -> mlaDecode(arena, fill, new MlaShape(8, 16, 512, 64, 4096, 64), DType.BF16));
     // one MoE projection at a decode batch of ~13 on the bench model: 40 experts of 2 rows, per expert vs grouped
     add(cases, only, MOE_INT8_EXPERTS, () -> moeInt8(arena, fill, false, 40, 2, 512, 1024));
     add(cases, only, MOE_INT8_GROUPED, () -> moeInt8(arena, fill, true, 40, 2, 512, 1024));
@@ -60,12 +63,13 @@ final class KernelCases {
 
   /** Every case name, in the order they run (a case runs after the case it is compared with). */
   static final List<String> NAMES = List.of(GEMV_INT8, GEMV_BF16, GEMV_BF16_BF16, GEMM_INT8, GEMM_F32_BF16,
-      GEMM_BF16_BF16, MLA_DECODE, MOE_INT8_EXPERTS, MOE_INT8_GROUPED);
+      GEMM_BF16_BF16, MLA_DECODE, MLA_DECODE_BF16_QUERY, MOE_INT8_EXPERTS, MOE_INT8_GROUPED);
 
   /** Makes the case when {@code only} is empty or names it, or names a case compared with it. */
   private static void add(List<Case> cases, Set<String> only, String name, Supplier<Case> make) {
     if (only.isEmpty() || only.contains(name) || (name.equals(GEMM_F32_BF16) && only.contains(GEMM_BF16_BF16))
-        || (name.equals(MOE_INT8_EXPERTS) && only.contains(MOE_INT8_GROUPED)))
+        || (name.equals(MOE_INT8_EXPERTS) && only.contains(MOE_INT8_GROUPED))
+        || (name.equals(MLA_DECODE) && only.contains(MLA_DECODE_BF16_QUERY)))
       cases.add(make.get());
   }
 
@@ -173,7 +177,7 @@ final class KernelCases {
    * {@code contextLen}-token BF16 latent cache. The work is the KV bytes: each query row reads its context
    * once for all heads, {@code batch · contextLen · (kvLoraRank + ropeDim) · 2}.
    */
-  private static Case mlaDecode(TensorArena arena, Fill fill, MlaShape s) {
+  private static Case mlaDecode(TensorArena arena, Fill fill, MlaShape s, DType queryType) {
     int pagesPerSeq = s.contextLen() / s.pageSize();
     int width = s.kvLoraRank() + s.ropeDim();
     Tensor pages = arena.allocate(DType.BF16, s.batch() * pagesPerSeq, s.pageSize(), width);
@@ -183,8 +187,8 @@ final class KernelCases {
       contextLens.setInt(t, s.contextLen());
       for (int p = 0; p < pagesPerSeq; p++) blockTable.setInt((long) t * pagesPerSeq + p, t * pagesPerSeq + p);
     }
-    Tensor qLatent = arena.allocate(DType.F32, s.batch(), s.heads(), s.kvLoraRank());
-    Tensor qRope = arena.allocate(DType.F32, s.batch(), s.heads(), s.ropeDim());
+    Tensor qLatent = arena.allocate(queryType, s.batch(), s.heads(), s.kvLoraRank());
+    Tensor qRope = arena.allocate(queryType, s.batch(), s.heads(), s.ropeDim());
     Tensor out = arena.allocate(DType.F32, s.batch(), s.heads(), s.kvLoraRank());
     fill.uniform(pages, -1f, 1f);
     fill.uniform(qLatent, -1f, 1f);
@@ -193,8 +197,10 @@ final class KernelCases {
     float softmaxScale = (float) (1 / Math.sqrt(128 + s.ropeDim())); // DeepSeek-V3: qk_nope 128 + qk_rope 64
     long kvBytes = (long) s.batch() * s.contextLen() * width * 2;
     String shape = "b=" + s.batch() + " h=" + s.heads() + " ctx=" + s.contextLen() + " " + s.kvLoraRank() + "+" + s.ropeDim()
-        + " BF16 page=" + s.pageSize() + " (" + mib(kvBytes) + ")";
-    return new Case(MLA_DECODE, shape, kvBytes, "GB/s", TRIAD, kernels -> kernels.mlaDecode(out, qLatent, qRope, kv, softmaxScale));
+        + " BF16 page=" + s.pageSize() + ", " + queryType.name() + " query (" + mib(kvBytes) + ")";
+    return queryType == DType.BF16 // the BF16 query against the F32 one, on the same cache shape
+        ? new Case(MLA_DECODE_BF16_QUERY, shape, kvBytes, "GB/s", MLA_DECODE, kernels -> kernels.mlaDecode(out, qLatent, qRope, kv, softmaxScale))
+        : new Case(MLA_DECODE, shape, kvBytes, "GB/s", TRIAD, kernels -> kernels.mlaDecode(out, qLatent, qRope, kv, softmaxScale));
   }
 
   private static String mib(long bytes) {

@@ -16,6 +16,7 @@ import io.moemesh.engine.SchedulerOutput;
 import io.moemesh.engine.cli.DemoModels;
 import io.moemesh.engine.kv.KvCacheManager;
 import io.moemesh.kernels.NativeKernels;
+import io.moemesh.kernels.ProfilingKernels;
 import io.moemesh.model.DeepseekModel;
 import io.moemesh.model.Precision;
 import io.moemesh.model.sampling.SamplingParams;
@@ -48,6 +49,7 @@ public final class ThroughputBench {
     int outputLen = positive("--output-len", option(args, "--output-len", "128"));
     int threads = positive("--threads", option(args, "--threads", String.valueOf(Runtime.getRuntime().availableProcessors())));
     String json = option(args, "--json", null);
+    boolean profile = args.contains("--profile");
     int microBatchThreshold = nonNegative("--micro-batch-threshold",
         option(args, "--micro-batch-threshold", String.valueOf(DeepseekRunner.DEFAULT_MICRO_BATCH_THRESHOLD)));
     Path dir = model != null ? Path.of(model) : DemoModels.ensure("bench");
@@ -55,13 +57,15 @@ public final class ThroughputBench {
 
     var progress = new Progress();
     List<Measurement> results = new ArrayList<>();
-    try (var kernels = NativeKernels.create(threads); var triad = new StreamTriad();
-        DeepseekModel m = DeepseekModel.load(dir, precision, kernels, DemoModels.progress("loading"))) {
+    try (var nativeKernels = NativeKernels.create(threads); var triad = new StreamTriad();
+        DeepseekModel m = DeepseekModel.load(dir, precision, nativeKernels, DemoModels.progress("loading"))) {
+      ProfilingKernels profiler = profile ? new ProfilingKernels(nativeKernels) : null;
+      DeepseekModel measured = profile ? m.withKernels(profiler) : m;
       String shape = dir.getFileName() + " " + precision.name().toLowerCase() + ", in " + inputLen + ", out " + outputLen
           + ", micro-batches from " + (microBatchThreshold == 0 ? "never" : microBatchThreshold + " tokens");
       for (int b : batches) {
         double bandwidth = triad.bytesPerPass() / triad.bestSeconds(threads, 8, 2) / 1e9;
-        Result r = measure(m, b, inputLen, outputLen, microBatchThreshold, progress);
+        Result r = measure(measured, b, inputLen, outputLen, microBatchThreshold, profiler, progress);
         double roofline = b * bandwidth * 1e9 / r.bytesPerDecodeStep();
         results.add(new Measurement("triad", StreamTriad.shape(), threads, bandwidth, "GB/s", null, null, "best of 8"));
         results.add(new Measurement("decode_b" + b, shape, threads, r.decodeTokensPerSecond(), "tok/s",
@@ -73,6 +77,10 @@ public final class ThroughputBench {
         progress.log("batch %d: prefill %.0f tok/s, decode %.1f tok/s (%.2f of a %.1f tok/s roofline: %d MiB/step at %.0f GB/s), TPOT %.1f ms",
             b, r.prefillTokensPerSecond(), r.decodeTokensPerSecond(), r.decodeTokensPerSecond() / roofline, roofline,
             r.bytesPerDecodeStep() >> 20, bandwidth, r.secondsPerDecodeStep() * 1e3);
+        if (profiler != null) {
+          System.out.println("full-batch decode step profile, batch " + b + ", " + threads + " thread(s) (mean of " + r.decodeSteps() + " steps):");
+          System.out.println(Report.profile(profiler.snapshot(), r.decodeSteps(), r.decodeSecondsTotal()));
+        }
       }
     }
     System.out.println(Report.table(results));
@@ -80,17 +88,22 @@ public final class ThroughputBench {
   }
 
   record Result(double prefillTokensPerSecond, double decodeTokensPerSecond, double secondsPerDecodeStep, long bytesPerDecodeStep,
-      int decodeSteps) {}
+      int decodeSteps, double decodeSecondsTotal) {}
 
-  /** A warm-up run (JIT, workspace) and a measured run of {@code batch} requests, on one runner. */
-  static Result measure(DeepseekModel model, int batch, int inputLen, int outputLen, int microBatchThreshold, Progress progress) {
+  /**
+   * A warm-up run (JIT, workspace) and a measured run of {@code batch} requests, on one runner; {@code profiler}
+   * (null: none) records the measured run's full-batch decode steps only.
+   */
+  static Result measure(DeepseekModel model, int batch, int inputLen, int outputLen, int microBatchThreshold, ProfilingKernels profiler,
+      Progress progress) {
     int pageSize = 16, pagesPerRequest = (inputLen + outputLen + pageSize - 1) / pageSize;
     var kvConfig = new KvCacheConfig(batch * pagesPerRequest + 1, pageSize, false);
     var experts = new CountingExperts(model.localExperts());
     long kvBytesPerToken = (long) model.config().latentDim() * model.precision().kvCacheDType().byteSize() * model.config().numHiddenLayers();
     try (var runner = new DeepseekRunner(model, experts, kvConfig, KvConnector.NONE, null, microBatchThreshold)) {
-      run(model, new TimedRunner(runner, experts, batch, kvBytesPerToken), kvConfig, batch, Math.min(inputLen, 128), Math.min(outputLen, 8), null);
-      return run(model, new TimedRunner(runner, experts, batch, kvBytesPerToken), kvConfig, batch, inputLen, outputLen, progress);
+      run(model, new TimedRunner(runner, experts, batch, kvBytesPerToken, null), kvConfig, batch, Math.min(inputLen, 128), Math.min(outputLen, 8), null);
+      if (profiler != null) profiler.reset();
+      return run(model, new TimedRunner(runner, experts, batch, kvBytesPerToken, profiler), kvConfig, batch, inputLen, outputLen, progress);
     }
   }
 
@@ -120,7 +133,7 @@ public final class ThroughputBench {
     }
     double prefillSeconds = (allStarted - start) / 1e9, step = timed.medianSeconds();
     return new Result(batch * (double) inputLen / prefillSeconds, batch / step, step, model.denseWeightBytes() + timed.meanBytes(),
-        timed.stepSeconds.size());
+        timed.stepSeconds.size(), timed.stepSeconds.stream().mapToDouble(Double::doubleValue).sum());
   }
 
   /** Times the runner's steps in which all {@code batch} requests decode one token each. */
@@ -129,11 +142,13 @@ public final class ThroughputBench {
     final CountingExperts experts;
     final int batch;
     final long kvBytesPerToken;
+    final ProfilingKernels profiler; // null: none
     final List<Double> stepSeconds = new ArrayList<>();
     long bytes; // routed experts + KV, summed over timed steps
 
-    TimedRunner(ModelRunner runner, CountingExperts experts, int batch, long kvBytesPerToken) {
+    TimedRunner(ModelRunner runner, CountingExperts experts, int batch, long kvBytesPerToken, ProfilingKernels profiler) {
       this.runner = runner;
+      this.profiler = profiler;
       this.experts = experts;
       this.batch = batch;
       this.kvBytesPerToken = kvBytesPerToken;
@@ -141,12 +156,13 @@ public final class ThroughputBench {
 
     @Override
     public RunnerOutput execute(SchedulerOutput plan) {
+      boolean fullDecode = plan.chunks().size() == batch
+          && plan.chunks().stream().allMatch(c -> c.numTokens() == 1 && c.startPosition() >= c.numPromptTokens());
+      if (profiler != null) profiler.recording(fullDecode);
       experts.takeRoutedBytes();
       long t0 = System.nanoTime();
       RunnerOutput out = runner.execute(plan);
       long t1 = System.nanoTime();
-      boolean fullDecode = plan.chunks().size() == batch
-          && plan.chunks().stream().allMatch(c -> c.numTokens() == 1 && c.startPosition() >= c.numPromptTokens());
       long routed = experts.takeRoutedBytes();
       if (fullDecode) {
         stepSeconds.add((t1 - t0) / 1e9);

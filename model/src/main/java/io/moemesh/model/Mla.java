@@ -35,10 +35,12 @@ public final class Mla {
   private final Tensor wUkT;  // (heads, kvLoraRank, nope): W_UK transposed per head, for q absorption
   private final Tensor wUv;   // (heads, v, kvLoraRank): W_UV per head, for the output
   private final Linear wo;    // (dim, heads * v)
+  private final DType queryDType; // of the absorbed query as attention takes it: BF16 in int8 precision, else F32
 
   public Mla(ModelConfig c, int layerId, Linear wq, Linear wqA, Tensor qNorm, Linear wqB, Linear wkvA, Tensor kvNorm,
-      Linear wkvB, Tensor wUkT, Tensor wUv, Linear wo) {
+      Linear wkvB, Tensor wUkT, Tensor wUv, Linear wo, DType queryDType) {
     this.c = c;
+    this.queryDType = queryDType;
     this.layerId = layerId;
     this.wq = wq;
     this.wqA = wqA;
@@ -50,6 +52,15 @@ public final class Mla {
     this.wUkT = wUkT;
     this.wUv = wUv;
     this.wo = wo;
+  }
+
+  /**
+   * The dtype in which the absorbed query meets the latent cache: BF16 in {@code int8} precision (A8W8 with a BF16
+   * cache: scores as BF16 × BF16 dot products, as GPU MLA kernels take them), F32 in {@code exact} and {@code bf16},
+   * whose contract is F32 compute.
+   */
+  public static DType queryDType(Precision precision) {
+    return precision == Precision.INT8 ? DType.BF16 : DType.F32;
   }
 
   /** Attention output {@code out (T, dim)} for the normed input {@code x (T, dim)}; writes the batch's KV. */
@@ -153,7 +164,15 @@ public final class Mla {
     for (int h = 0; h < heads; h++)
       k.matmul(qLatent.reshape(n, heads * rank).cols(h * rank, (h + 1) * rank), q2.cols(h * qk, h * qk + nope), head(wUkT, h));
     var kv = new PagedLatentKv(cache.pages(layerId), scratch.ofInts(table, n, maxPages), scratch.ofInts(lens, n));
-    k.mlaDecode(oLatent, qLatent, qRows.cols(nope, qk), kv, c.softmaxScale());
+    Tensor qRope = qRows.cols(nope, qk);
+    if (queryDType == DType.BF16) { // A8W8C16: the query meets the BF16 cache in BF16, as FlashMLA takes it
+      Tensor latent16 = scratch.allocate(DType.BF16, n, heads, rank), rope16 = scratch.allocate(DType.BF16, n, heads, qk - nope);
+      k.convert(latent16, qLatent);
+      k.convert(rope16, qRope);
+      qLatent = latent16;
+      qRope = rope16;
+    }
+    k.mlaDecode(oLatent, qLatent, qRope, kv, c.softmaxScale());
     for (int h = 0; h < heads; h++)
       k.matmul(oRows.cols(h * vDim, (h + 1) * vDim), oLatent.reshape(n, heads * rank).cols(h * rank, (h + 1) * rank), head(wUv, h));
     if (contiguous) return;

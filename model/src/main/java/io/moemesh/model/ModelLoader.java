@@ -83,7 +83,7 @@ final class ModelLoader {
       wUv.rows(h, h + 1).reshape(v, rank).copyFrom(kvB.rows(h * (nope + v) + nope, (h + 1) * (nope + v)));
     }
     Linear wo = w.linear(p + "o_proj", dim, heads * v, true);
-    return new Mla(c, cacheLayer, wq, wqA, qNorm, wqB, wkvA, kvNorm, wkvB, wUkT, wUv, wo);
+    return new Mla(c, cacheLayer, wq, wqA, qNorm, wqB, wkvA, kvNorm, wkvB, wUkT, wUv, wo, Mla.queryDType(precision));
   }
 
   Tensor embedding(String name) {
