@@ -74,6 +74,53 @@ MK_EXPORT int32_t mk_matmul(mk_context *ctx, float *out, int64_t ldo, const void
   return MK_OK;
 }
 
+/* ---- matmul_heads: one matmul_job per head; work units are (head, 16 weight rows), head-major ---- */
+typedef struct {
+  matmul_job *heads; /* one job per head */
+  int64_t blocks;    /* 16-row blocks of one head's m weight rows */
+  int64_t m;
+} heads_job;
+
+static void heads_range(void *raw, int64_t begin, int64_t end) {
+  heads_job *j = raw;
+  for (int64_t u = begin; u < end; u++) {
+    int64_t h = u / j->blocks, o = u % j->blocks * 16, o_end = o + 16 < j->m ? o + 16 : j->m;
+    matmul_range(&j->heads[h], o, o_end);
+  }
+}
+
+MK_EXPORT int32_t mk_matmul_heads(mk_context *ctx, float *out, int64_t ldo, const void *x, int32_t x_dtype, int64_t ldx,
+                                  const void *w, int32_t w_dtype, int64_t n, int64_t heads, int64_t m, int64_t k) {
+  if (ctx == NULL || out == NULL || x == NULL || w == NULL) return MK_E_NULL;
+  if (n < 0 || heads < 0 || m < 0 || k < 0 || ldo < m || ldx < k) return MK_E_SHAPE;
+  if (w_dtype != MK_F32 && w_dtype != MK_BF16) return MK_E_DTYPE;
+  if (x_dtype != MK_F32 && !(x_dtype == MK_BF16 && w_dtype == MK_BF16)) return MK_E_DTYPE;
+  if (n == 0 || heads == 0 || m == 0) return MK_OK;
+  int32_t x_bf16 = x_dtype == MK_BF16, w_bf16 = w_dtype == MK_BF16;
+  size_t xsize = x_bf16 ? 2 : 4, wsize = w_bf16 ? 2 : 4;
+  float *xp = NULL; /* as mk_matmul: F32 rows against BF16 weights in the layout the tiles want, (t, h) rows of k */
+  if (!x_bf16 && w_bf16 && ctx->isa->prepare_x_bf16 != NULL) {
+    xp = aligned_alloc(64, (size_t)((n * heads * k * 4 + 63) / 64 * 64) + 64);
+    if (xp == NULL) return MK_E_NOMEM;
+    for (int64_t r = 0; r < n * heads; r++) ctx->isa->prepare_x_bf16(xp + r * k, (const float *)x + r * ldx, k);
+  }
+  matmul_job *jobs = malloc(sizeof(matmul_job) * (size_t)heads);
+  if (jobs == NULL) {
+    free(xp);
+    return MK_E_NOMEM;
+  }
+  for (int64_t h = 0; h < heads; h++) { /* head h: rows t * heads + h, i.e. stride heads rows from row h */
+    const void *xh = xp != NULL ? (const void *)(xp + h * k) : (const void *)((const char *)x + (size_t)(h * ldx) * xsize);
+    jobs[h] = (matmul_job){ctx->isa, out + h * ldo, xh, (const char *)w + (size_t)(h * m * k) * wsize, heads * ldo,
+                           heads * (xp != NULL ? k : ldx), k, n, k, x_bf16, w_bf16};
+  }
+  heads_job j = {jobs, (m + 15) / 16, m};
+  mk_parallel_for(ctx, heads * j.blocks, 1, heads * m * k * (int64_t)wsize + n * heads * m * k, heads_range, &j);
+  free(jobs);
+  free(xp);
+  return MK_OK;
+}
+
 /* ---- quantize_rows ---- */
 typedef struct {
   const mk_isa *isa;

@@ -46,6 +46,15 @@ public interface Kernels extends AutoCloseable {
   void quantizeRows(Tensor q, Tensor scales, Tensor x);
 
   /**
+   * One matmul per head in one call: {@code out[t,h,:] = x[t,h,:] · w[h]ᵀ}, each head bit for bit {@link #matmul} on
+   * that head's rows. out F32 (n, heads, m); x F32 or BF16 (n, heads, k) whose (t, h) rows share one row stride (a
+   * column slice of a wider (n, heads, ·) tensor is fine); w F32 or BF16 (heads, m, k), contiguous; a BF16 x needs
+   * BF16 w. MLA's absorbed projections (the query into the latent space, the latent output back out) are this:
+   * hundreds of tiny matmuls a decode step, as one call per layer.
+   */
+  void matmulHeads(Tensor out, Tensor x, Tensor w);
+
+  /**
    * A8W8 matmul: {@code out[t][o] = (float) Σ_j xq[t][j]·w[o][j] · xScales[t] · wScales[o]} with exact
    * INT32 accumulation, multiplied left to right in F32. out F32 (n, m); xq I8 (n, k); xScales F32 (n);
    * w I8 (m, k); wScales F32 (m). INT8 values are in [-127, 127] (as {@link #quantizeRows} makes them).

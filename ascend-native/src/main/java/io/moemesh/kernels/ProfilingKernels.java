@@ -95,6 +95,13 @@ public final class ProfilingKernels implements Kernels {
   }
 
   @Override
+  public void matmulHeads(Tensor out, Tensor x, Tensor w) {
+    long t = System.nanoTime();
+    inner.matmulHeads(out, x, w);
+    record(new Key("matmulHeads", w, x.dtype()), t);
+  }
+
+  @Override
   public void quantizeRows(Tensor q, Tensor scales, Tensor x) {
     long t = System.nanoTime();
     inner.quantizeRows(q, scales, x);

@@ -50,6 +50,21 @@ public final class ReferenceKernels extends ValidatingKernels {
     }
   }
 
+  /** Head by head, exactly {@link #doMatmul} on the head's rows against its weights. */
+  @Override
+  protected void doMatmulHeads(Tensor out, Tensor x, Tensor w) {
+    int heads = w.dim(0), m = w.dim(1);
+    for (long t = 0; t < x.dim(0); t++) {
+      for (int h = 0; h < heads; h++) {
+        long r = t * heads + h;
+        float[] xr = row(x, r);
+        float[] outR = new float[m];
+        for (int o = 0; o < m; o++) outR[o] = dot(xr, row(w, (long) h * m + o), 0);
+        store(out, r, outR);
+      }
+    }
+  }
+
   @Override
   protected void doQuantizeRows(Tensor q, Tensor scales, Tensor x) {
     for (long t = 0; t < x.numRows(); t++) {

@@ -1,6 +1,7 @@
 package io.moemesh.kernels;
 
 import static io.moemesh.kernels.ContractBase.seed;
+import static io.moemesh.kernels.DType.BF16;
 import static io.moemesh.kernels.DType.F32;
 import static io.moemesh.kernels.DType.I8;
 import static io.moemesh.kernels.TestTensors.assertBitEqual;
@@ -21,8 +22,10 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * The contract of matmulInt8Grouped, run as a {@code @Nested} group of {@link KernelsContract}: bit for bit the
- * reference, and bit for bit the same kernels' matmulInt8 called group by group (the op's whole promise).
+ * The contracts of the grouped linear ops, run as {@code @Nested} groups of {@link KernelsContract}:
+ * matmulInt8Grouped bit for bit the reference and the same kernels' matmulInt8 called group by group;
+ * matmulHeads bit for bit the same kernels' matmul called head by head (each op's whole promise; matmul itself
+ * is held to the reference in {@link LinearOpsContract}).
  */
 final class GroupedLinearContract {
   private GroupedLinearContract() {}
@@ -127,6 +130,60 @@ final class GroupedLinearContract {
       check().rejected("matmulInt8Grouped", k -> k.matmulInt8Grouped(out, xq, xs, offsets, w, s), out);
       assertThatThrownBy(() -> kernels().matmulInt8Grouped(out, xq, xs, offsets, w, s))
           .isInstanceOf(KernelException.class).hasMessage("matmulInt8Grouped: " + why);
+    }
+  }
+
+  interface MatmulHeads extends ContractBase {
+    /** (n, heads, k, m, x dtype, w dtype): a decode token through 16 heads, odd sizes, BF16 × BF16, a long k. */
+    static Stream<Arguments> shapes() {
+      return Stream.of(Arguments.of(1, 16, 64, 256, F32, BF16), Arguments.of(3, 5, 7, 9, F32, F32),
+          Arguments.of(5, 3, 33, 17, BF16, BF16), Arguments.of(17, 2, 1021, 5, F32, BF16), Arguments.of(1, 1, 1, 1, F32, F32),
+          Arguments.of(4, 3, 64, 40, F32, BF16));
+    }
+
+    static Call call() {
+      return (k, out, in) -> k.matmulHeads(out[0], in[0], in[1]);
+    }
+
+    /**
+     * {x (n, heads, k) as a column slice of a wider tensor, as MLA passes q's no-rope part; w (heads, m, k); the same x
+     * as (n · heads, k) rows}.
+     */
+    private Tensor[] inputs(Random random, int n, int heads, int k, int m, DType xType, DType wType) {
+      Tensor wide = uniform(arena(), random, xType, 1, n, heads, k + 3);
+      return new Tensor[] {wide.cols(0, k), uniform(arena(), random, wType, 1, heads, m, k), wide.reshape(n * heads, k + 3).cols(0, k)};
+    }
+
+    @ParameterizedTest(name = "n {0}, heads {1}, k {2}, m {3}, x {4}, w {5}")
+    @MethodSource("shapes")
+    default void equalsMatmulHeadByHeadBitForBit(int n, int heads, int k, int m, DType xType, DType wType) {
+      Tensor[] in = inputs(new Random(seed(n, heads, k, m, xType, wType)), n, heads, k, m, xType, wType);
+      Tensor together = check().actual("matmulHeads", call(), in, garbage(arena(), F32, n, heads, m))[0];
+      // head h by matmul: every (t, h') row against w[h], keeping the rows (t, h)
+      Tensor rows = in[2], perHead = garbage(arena(), F32, n * heads, m), all = garbage(arena(), F32, n * heads, m);
+      for (int h = 0; h < heads; h++) {
+        kernels().matmul(all, rows, in[1].rows(h, h + 1).reshape(m, k));
+        for (int t = 0; t < n; t++) perHead.rows(t * heads + h, t * heads + h + 1).copyFrom(all.rows(t * heads + h, t * heads + h + 1));
+      }
+      assertBitEqual(together, perHead.reshape(n, heads, m), "matmulHeads vs matmul head by head");
+    }
+
+    @Test
+    default void acceptsRowStridedViews() {
+      Tensor[] in = Arrays.copyOf(inputs(new Random(23), 3, 4, 19, 7, F32, BF16), 2);
+      check().viewsAgree("matmulHeads", call(), in, new Tensor[] {garbage(arena(), F32, 3, 4, 7)}, in[1]); // w: contiguous, offset only
+    }
+
+    @Test
+    default void rejectsMismatchedShapesAndDtypes() {
+      var random = new Random(24);
+      Tensor[] in = inputs(random, 2, 3, 8, 5, F32, F32);
+      Tensor out = garbage(arena(), F32, 2, 3, 5);
+      check().rejected("matmulHeads", k -> k.matmulHeads(out, in[0], uniform(arena(), random, F32, 1, 2, 5, 8)), out); // 2 heads of w
+      check().rejected("matmulHeads", k -> k.matmulHeads(out, in[0], uniform(arena(), random, F32, 1, 3, 5, 9)), out); // k
+      check().rejected("matmulHeads", k -> k.matmulHeads(out, in[0], uniform(arena(), random, F32, 1, 3, 6, 8)), out); // m
+      check().rejected("matmulHeads", k -> k.matmulHeads(out, uniform(arena(), random, BF16, 1, 2, 3, 8), in[1]), out); // BF16 x, F32 w
+      check().rejected("matmulHeads", k -> k.matmulHeads(out, in[2], in[1]), out); // rank 2
     }
   }
 }

@@ -121,6 +121,7 @@ abstract class KernelsContract {
   @Nested class QuantizeRows extends Fixture implements LinearOpsContract.QuantizeRows {}
   @Nested class MatmulInt8 extends Fixture implements LinearOpsContract.MatmulInt8 {}
   @Nested class MatmulInt8Grouped extends Fixture implements GroupedLinearContract.MatmulInt8Grouped {}
+  @Nested class MatmulHeads extends Fixture implements GroupedLinearContract.MatmulHeads {}
   @Nested class DequantizeFp8 extends Fixture implements LinearOpsContract.DequantizeFp8 {}
 
   @Nested class RmsNorm extends Fixture implements RowOpsContract.RmsNorm {}

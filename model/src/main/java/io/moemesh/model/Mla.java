@@ -131,7 +131,7 @@ public final class Mla {
 
   /**
    * Every decode-form row of the batch at once, in the absorbed form over the paged latent cache: the
-   * per-head absorptions are one matmul over all rows, and one attention call covers every sequence (each
+   * per-head absorptions are one matmulHeads call over all rows and heads, and one attention call covers every sequence (each
    * row with its own block table), so a decode step of many requests costs a few kernel calls per layer.
    */
   private void absorbed(Kernels k, Tensor o, Tensor q, ForwardBatch batch, List<Rows> segments, LatentKvCache cache,
@@ -158,11 +158,9 @@ public final class Mla {
         System.arraycopy(s.blockTable(), 0, table, r * maxPages, s.blockTable().length);
       }
     }
-    Tensor q2 = qRows.reshape(n, heads * qk);
     Tensor qLatent = scratch.allocate(DType.F32, n, heads, rank);
     Tensor oLatent = scratch.allocate(DType.F32, n, heads, rank);
-    for (int h = 0; h < heads; h++)
-      k.matmul(qLatent.reshape(n, heads * rank).cols(h * rank, (h + 1) * rank), q2.cols(h * qk, h * qk + nope), head(wUkT, h));
+    k.matmulHeads(qLatent, qRows.cols(0, nope), wUkT);
     var kv = new PagedLatentKv(cache.pages(layerId), scratch.ofInts(table, n, maxPages), scratch.ofInts(lens, n));
     Tensor qRope = qRows.cols(nope, qk);
     if (queryDType == DType.BF16) { // A8W8C16: the query meets the BF16 cache in BF16, as FlashMLA takes it
@@ -173,17 +171,12 @@ public final class Mla {
       qRope = rope16;
     }
     k.mlaDecode(oLatent, qLatent, qRope, kv, c.softmaxScale());
-    for (int h = 0; h < heads; h++)
-      k.matmul(oRows.cols(h * vDim, (h + 1) * vDim), oLatent.reshape(n, heads * rank).cols(h * rank, (h + 1) * rank), head(wUv, h));
+    k.matmulHeads(oRows.reshape(n, heads, vDim), oLatent, wUv);
     if (contiguous) return;
     for (int i = 0, r = 0; i < segments.size(); r += segments.get(i).n(), i++) {
       Rows s = segments.get(i);
       o.rows(s.first(), s.first() + s.n()).copyFrom(oRows.rows(r, r + s.n()));
     }
-  }
-
-  private static Tensor head(Tensor perHead, int h) {
-    return perHead.rows(h, h + 1).reshape(perHead.dim(1), perHead.dim(2));
   }
 
   public long weightBytes() {
