@@ -86,12 +86,17 @@ public final class ModelBench {
     for (int i = 0; i < pages; i++) table[i] = i;
     try (TensorArena arena = TensorArena.open(); TensorArena scratch = TensorArena.workspace()) {
       LatentKvCache cache = model.newCache(arena, pages, pageSize);
-      for (int warmup = 0; warmup < 2; warmup++) { // compile the hot paths before timing: a short prompt and a step
+      // compile the hot paths before timing (a short prompt and steps, for ThroughputBench.WARM_UP): timed while the
+      // JIT still compiles, the kernels share the cores with its threads
+      long warmUpEnd = System.nanoTime() + ThroughputBench.WARM_UP.toNanos();
+      do {
         scratch.reset();
         model.forward(ForwardBatch.single(Arrays.copyOf(prompt, 32), 0, 32, table, false), cache, scratch);
-        scratch.reset();
-        model.forward(ForwardBatch.single(new int[] {prompt[0]}, 32, 32, table, false), cache, scratch);
-      }
+        for (int step = 0; step < 8; step++) {
+          scratch.reset();
+          model.forward(ForwardBatch.single(new int[] {prompt[step]}, 32 + step, 32, table, false), cache, scratch);
+        }
+      } while (System.nanoTime() < warmUpEnd);
       scratch.reset();
       long start = System.nanoTime();
       model.forward(ForwardBatch.single(prompt, 0, prompt.length, table, false), cache, scratch);

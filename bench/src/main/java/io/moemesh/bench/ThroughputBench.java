@@ -38,6 +38,8 @@ import java.util.SplittableRandom;
  * least T tokens as two overlapped micro-batches (0 = never; default as the engine's).
  */
 public final class ThroughputBench {
+  static final java.time.Duration WARM_UP = java.time.Duration.ofSeconds(15);
+
   private ThroughputBench() {}
 
   public static void main(String[] argv) throws Exception {
@@ -101,7 +103,12 @@ public final class ThroughputBench {
     var experts = new CountingExperts(model.localExperts());
     long kvBytesPerToken = (long) model.config().latentDim() * model.precision().kvCacheDType().byteSize() * model.config().numHiddenLayers();
     try (var runner = new DeepseekRunner(model, experts, kvConfig, KvConnector.NONE, null, microBatchThreshold)) {
-      run(model, new TimedRunner(runner, experts, batch, kvBytesPerToken, null), kvConfig, batch, Math.min(inputLen, 128), Math.min(outputLen, 8), null);
+      // warm-up runs for at least WARM_UP, so the JIT is done with the step's code: measured while it still compiled, a
+      // first batch of 1 ran at half speed (the compiler threads take the cores the kernels use)
+      long warmUpEnd = System.nanoTime() + WARM_UP.toNanos();
+      do {
+        run(model, new TimedRunner(runner, experts, batch, kvBytesPerToken, null), kvConfig, batch, Math.min(inputLen, 128), Math.min(outputLen, 64), null);
+      } while (System.nanoTime() < warmUpEnd);
       if (profiler != null) profiler.reset();
       return run(model, new TimedRunner(runner, experts, batch, kvBytesPerToken, profiler), kvConfig, batch, inputLen, outputLen, progress);
     }
