@@ -73,6 +73,26 @@ public interface GatewayConfig {
   @WithDefault("4M")
   MemorySize maxBodySize();
 
+  /** Cache-aware prefill routing ({@link PrefixAffinity}). */
+  PrefixRouting prefixRouting();
+
+  interface PrefixRouting {
+    /** Tokens per prefix block: the engines' KV page size ({@code moemesh.engine.page-size}). */
+    @WithDefault("16")
+    int blockTokens();
+
+    /** Prefix blocks remembered per prefill replica, least recently used dropped first (65536 × 16 = 1 M tokens). */
+    @WithDefault("65536")
+    int blocksPerReplica();
+
+    /**
+     * Prompt tokens a replica may have queued beyond the least-queued one and still get a prompt for the prefix it
+     * holds; 0 = a prefix only breaks ties of load.
+     */
+    @WithDefault("8192")
+    long maxImbalance();
+  }
+
   /** A group of replicas of one role. */
   interface Pool {
     /** {@code host:port} of each replica's gRPC server; none = the role is absent. */

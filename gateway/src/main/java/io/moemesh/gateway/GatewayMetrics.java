@@ -11,7 +11,8 @@ import java.util.Locale;
  * The gateway's meters on {@code /q/metrics}: {@code moemesh_gateway_requests_total{endpoint,status}} (status 499 =
  * the client left), {@code moemesh_gateway_time_to_first_token_seconds} and
  * {@code moemesh_gateway_e2e_request_latency_seconds} (histograms), {@code moemesh_gateway_prompt_tokens_total} and
- * {@code moemesh_gateway_generation_tokens_total}.
+ * {@code moemesh_gateway_generation_tokens_total}; for cache-aware prefill routing
+ * {@code moemesh_gateway_prefill_routed_total{reason="prefix|load"}} and {@code moemesh_gateway_prefill_prefix_tokens_total}.
  */
 @Singleton
 public class GatewayMetrics {
@@ -20,6 +21,7 @@ public class GatewayMetrics {
   private final Timer e2eLatency;
   private final Counter promptTokens;
   private final Counter generationTokens;
+  private final Counter prefixTokens;
 
   GatewayMetrics(MeterRegistry registry) {
     this.registry = registry;
@@ -32,6 +34,8 @@ public class GatewayMetrics {
         .register(registry);
     this.generationTokens = Counter.builder("moemesh.gateway.generation.tokens")
         .description("Tokens generated for served requests").register(registry);
+    this.prefixTokens = Counter.builder("moemesh.gateway.prefill.prefix.tokens")
+        .description("Prompt tokens sent to a prefill replica believed to hold them in its prefix cache").register(registry);
   }
 
   void requestEnded(GenerationRequest.Endpoint endpoint, int status, Duration latency) {
@@ -43,6 +47,13 @@ public class GatewayMetrics {
 
   void firstToken(Duration sinceArrival) {
     timeToFirstToken.record(sinceArrival);
+  }
+
+  /** A prefill leg routed: by prefix or by load, and the prompt tokens the replica is believed to hold already. */
+  void prefillRouted(PrefixAffinity.Choice choice) {
+    Counter.builder("moemesh.gateway.prefill.routed").description("Prefill legs by routing reason (prefix: its longest known prefix; load: least queued)")
+        .tag("reason", choice.reason().name().toLowerCase(Locale.ROOT)).register(registry).increment();
+    prefixTokens.increment(choice.matchedTokens());
   }
 
   void tokens(int prompt, int generated) {

@@ -39,14 +39,16 @@ public class Orchestrator {
 
   private final Replicas replicas;
   private final TicketReleaser tickets;
+  private final GatewayMetrics metrics;
   private final boolean disaggregation;
   private final Duration prefillDeadline;
   private final Duration decodeDeadline;
   private final Duration retryAfter;
   private final int retries;
 
-  Orchestrator(Replicas replicas, GatewayConfig config, TicketReleaser tickets) {
+  Orchestrator(Replicas replicas, GatewayConfig config, TicketReleaser tickets, GatewayMetrics metrics) {
     this.replicas = replicas;
+    this.metrics = metrics;
     this.tickets = tickets;
     this.disaggregation = config.disaggregation();
     this.prefillDeadline = config.prefillDeadline();
@@ -57,7 +59,7 @@ public class Orchestrator {
 
   Multi<BackendChunk> generate(BackendCall call) {
     return Multi.createFrom().deferred(() -> {
-      boolean prefill = disaggregation && replicas.pickPrefill().isPresent();
+      boolean prefill = disaggregation && replicas.anyPrefillReachable();
       return prefill ? prefill(call).onItem().transformToMulti(r -> afterPrefill(call, r)) : decode(call, null);
     });
   }
@@ -65,8 +67,10 @@ public class Orchestrator {
   /** The prefill leg; a replica found UNAVAILABLE is skipped and the call goes to the next one. */
   private Uni<PrefillResponse> prefill(BackendCall call) {
     return Uni.createFrom().deferred(() -> {
-      Replica replica = replicas.pickPrefill().orElseThrow(() -> ApiError.unavailable(
+      PrefixAffinity.Choice choice = replicas.pickPrefill(call.promptIds()).orElseThrow(() -> ApiError.unavailable(
           "No prefill replica is reachable; retry later", retryAfter));
+      metrics.prefillRouted(choice);
+      Replica replica = choice.replica();
       PrefillRequest request = PrefillRequest.newBuilder().setRequestId(call.rpcId())
           .addAllPromptTokenIds(ids(call.promptIds())).setSampling(call.sampling()).build();
       var stub = PrefillGrpc.newStub(replica.channel())

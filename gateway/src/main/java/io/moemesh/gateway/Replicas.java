@@ -17,7 +17,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
 /**
- * The configured replicas, one channel each, and the routing choice: prefill = least queued prompt tokens, decode =
+ * The configured replicas, one channel each, and the routing choice: prefill = the longest known prompt prefix within a
+ * load margin, else least queued prompt tokens ({@link PrefixAffinity}); decode =
  * lowest KV-cache usage, then fewest running requests. A background poller calls every replica's {@code Load};
  * a replica counts as reachable while its last poll answered, and unreachable ones are skipped.
  */
@@ -26,6 +27,7 @@ public class Replicas {
   private static final LoadReportRequest LOAD = LoadReportRequest.getDefaultInstance();
   private final List<Replica> prefill;
   private final List<Replica> decode;
+  private final PrefixAffinity prefixes;
   private final long loadTimeoutMs;
   private final ScheduledExecutorService poller = Executors.newSingleThreadScheduledExecutor(
       Thread.ofPlatform().name("replica-load-poller").daemon().factory());
@@ -33,6 +35,8 @@ public class Replicas {
   Replicas(GatewayConfig config) {
     this.prefill = build(Replica.Role.PREFILL, config.prefill().replicas().orElse(List.of()));
     this.decode = build(Replica.Role.DECODE, config.decode().replicas().orElse(List.of()));
+    var routing = config.prefixRouting();
+    this.prefixes = new PrefixAffinity(routing.blockTokens(), routing.blocksPerReplica(), routing.maxImbalance());
     this.loadTimeoutMs = config.loadTimeout().toMillis();
     long every = config.loadPollInterval().toMillis();
     poller.scheduleWithFixedDelay(this::pollAll, 0, every, TimeUnit.MILLISECONDS);
@@ -43,9 +47,13 @@ public class Replicas {
         .map(a -> new Replica(role, a, ManagedChannelBuilder.forTarget(a).usePlaintext().build())).toList();
   }
 
-  /** The prefill replica with the fewest queued prompt tokens; empty if none is configured or reachable. */
-  Optional<Replica> pickPrefill() {
-    return leastQueued(prefill);
+  /** The prefill replica for {@code prompt} ({@link PrefixAffinity}); empty if none is configured or reachable. */
+  Optional<PrefixAffinity.Choice> pickPrefill(int[] prompt) {
+    return prefixes.pick(prefill, prompt);
+  }
+
+  boolean anyPrefillReachable() {
+    return prefill.stream().anyMatch(Replica::reachable);
   }
 
   /** The decode replica with the most KV room, then the fewest running requests; 503 if none is reachable. */

@@ -22,6 +22,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 final class FakeMesh {
   static final Context.Key<String> REQUEST_ID = Context.key("x-request-id");
   static final Context.Key<String> TRACE_PARENT = Context.key("traceparent");
+  static final Context.Key<String> AUTHORITY = Context.key("authority");
   static final Script DEFAULT = Script.says("Hello from the fake mesh.");
 
   private static final Map<String, Script> SCRIPTS = new ConcurrentHashMap<>();
@@ -85,9 +86,9 @@ final class FakeMesh {
     }
   }
 
-  /** One RPC the fakes served; {@code deadline} is the one the caller set (null: none). */
+  /** One RPC the fakes served; {@code deadline} is the one the caller set (null: none); {@code authority} the replica address it was sent to. */
   record Call(String service, String metadataRequestId, Message request, AtomicBoolean cancelled,
-      AtomicBoolean decodeStarted, Deadline deadline, String traceParent) {}
+      AtomicBoolean decodeStarted, Deadline deadline, String traceParent, String authority) {}
 
   static void script(String requestId, Script script) {
     SCRIPTS.put(requestId, script);
@@ -99,7 +100,7 @@ final class FakeMesh {
 
   static Call record(String service, Message request) {
     Call call = new Call(service, REQUEST_ID.get(), request, new AtomicBoolean(), new AtomicBoolean(),
-        Context.current().getDeadline(), TRACE_PARENT.get());
+        Context.current().getDeadline(), TRACE_PARENT.get(), AUTHORITY.get());
     CALLS.add(call);
     return call;
   }

@@ -47,6 +47,92 @@ class ReplicaRoutingTest {
   }
 
   @Nested
+  class PrefixRouting {
+    final PrefixAffinity affinity = new PrefixAffinity(4, 64, 100);
+
+    static int[] prompt(int... tokens) {
+      return tokens;
+    }
+
+    static int[] range(int from, int count) {
+      return java.util.stream.IntStream.range(from, from + count).toArray();
+    }
+
+    static int[] concat(int[] a, int[] b) {
+      int[] c = java.util.Arrays.copyOf(a, a.length + b.length);
+      System.arraycopy(b, 0, c, a.length, b.length);
+      return c;
+    }
+
+    Replica prefill(String name, long queued) {
+      return replica(Replica.Role.PREFILL, name, LoadReport.newBuilder().setQueuedPromptTokens(queued).build());
+    }
+
+    @Test
+    void aSharedPrefixGoesWhereItWasComputedThoughAnotherReplicaIsLessLoaded() {
+      Replica a = prefill("a", 0), b = prefill("b", 50);
+      int[] system = range(1000, 12); // three blocks of 4
+      var first = affinity.pick(List.of(b, a), concat(system, range(1, 5))).orElseThrow();
+      assertThat(first.replica()).isEqualTo(a);
+      assertThat(first.reason()).isEqualTo(PrefixAffinity.Reason.LOAD);
+      assertThat(first.matchedTokens()).isZero();
+      a.started(60); // now a has more queued than b, within the margin of 100
+      var second = affinity.pick(List.of(b, a), concat(system, range(7, 9))).orElseThrow();
+      assertThat(second.replica()).isEqualTo(a);
+      assertThat(second.reason()).isEqualTo(PrefixAffinity.Reason.PREFIX);
+      assertThat(second.matchedTokens()).as("the three system blocks, not the differing tail").isEqualTo(12);
+    }
+
+    @Test
+    void loadWinsBeyondTheMargin() {
+      Replica a = prefill("a", 0), b = prefill("b", 0);
+      int[] system = range(2000, 8);
+      assertThat(affinity.pick(List.of(a, b), system).orElseThrow().replica()).isEqualTo(a);
+      a.started(101);
+      var choice = affinity.pick(List.of(a, b), system).orElseThrow();
+      assertThat(choice.replica()).isEqualTo(b);
+      assertThat(choice.reason()).isEqualTo(PrefixAffinity.Reason.LOAD);
+      a.ended(101);
+      assertThat(affinity.pick(List.of(a, b), system).orElseThrow().replica()).as("b now holds it too; the tie goes to the least queued")
+          .isIn(a, b);
+    }
+
+    @Test
+    void matchesOnlyWholeLeadingBlocksOfTheChain() {
+      Replica a = prefill("a", 0), b = prefill("b", 0);
+      affinity.pick(List.of(a, b), range(0, 12));
+      b.started(5); // b is now the least queued: only a known prefix sends a prompt to a
+      a.started(10);
+      assertThat(affinity.pick(List.of(a, b), prompt(0, 1, 2, 3, 4, 5, 6, 99, 8, 9, 10, 11)).orElseThrow().matchedTokens())
+          .as("block 2 differs, so block 3 does not count either").isEqualTo(4);
+      assertThat(affinity.pick(List.of(a, b), prompt(9, 1, 2, 3, 4, 5, 6, 7)).orElseThrow().reason())
+          .as("a different first token: nothing known").isEqualTo(PrefixAffinity.Reason.LOAD);
+      assertThat(affinity.pick(List.of(a, b), prompt(0, 1, 2)).orElseThrow().matchedTokens()).as("no whole block").isZero();
+    }
+
+    @Test
+    void forgetsTheLeastRecentlyUsedBlocksAndSkipsUnreachableReplicas() {
+      var small = new PrefixAffinity(4, 2, 1000);
+      Replica a = prefill("a", 0), b = prefill("b", 1);
+      small.pick(List.of(a, b), range(0, 8)); // a: 2 blocks
+      small.pick(List.of(a, b), range(100, 8)); // a: 2 other blocks; the first two forgotten
+      assertThat(small.pick(List.of(a, b), range(0, 8)).orElseThrow().reason()).isEqualTo(PrefixAffinity.Reason.LOAD);
+      assertThat(small.pick(List.of(a, b), range(0, 8)).orElseThrow().matchedTokens()).as("remembered again").isEqualTo(8);
+      a.markUnreachable();
+      assertThat(small.pick(List.of(a, b), range(0, 8)).orElseThrow().replica()).isEqualTo(b);
+      b.markUnreachable();
+      assertThat(small.pick(List.of(a, b), range(0, 8))).isEmpty();
+    }
+
+    @Test
+    void rejectsSettingsThatCannotWork() {
+      org.assertj.core.api.Assertions.assertThatThrownBy(() -> new PrefixAffinity(0, 1, 0)).hasMessageContaining("at least one token");
+      org.assertj.core.api.Assertions.assertThatThrownBy(() -> new PrefixAffinity(16, 0, 0)).hasMessageContaining("at least one prefix block");
+      org.assertj.core.api.Assertions.assertThatThrownBy(() -> new PrefixAffinity(16, 1, -1)).hasMessageContaining("at least 0 tokens");
+    }
+  }
+
+  @Nested
   class Decode {
     @Test
     void picksTheLowestKvUsageThenTheFewestRunning() {

@@ -9,7 +9,10 @@ import io.grpc.ServerInterceptor;
 import io.quarkus.grpc.GlobalInterceptor;
 import jakarta.enterprise.context.ApplicationScoped;
 
-/** Puts the call's {@code x-request-id} and {@code traceparent} metadata into the gRPC context for the fakes. */
+/**
+ * Puts the call's {@code x-request-id} and {@code traceparent} metadata, and the authority it was sent to (which of
+ * the configured replica addresses, all served by this app), into the gRPC context for the fakes.
+ */
 @GlobalInterceptor
 @ApplicationScoped
 public class RequestIdCapture implements ServerInterceptor {
@@ -20,7 +23,7 @@ public class RequestIdCapture implements ServerInterceptor {
       ServerCallHandler<Q, R> next) {
     String id = headers.get(Orchestrator.REQUEST_ID);
     Context context = Context.current().withValue(FakeMesh.REQUEST_ID, id)
-        .withValue(FakeMesh.TRACE_PARENT, headers.get(TRACE_PARENT));
+        .withValue(FakeMesh.TRACE_PARENT, headers.get(TRACE_PARENT)).withValue(FakeMesh.AUTHORITY, call.getAuthority());
     return Contexts.interceptCall(context, call, headers, next);
   }
 }
