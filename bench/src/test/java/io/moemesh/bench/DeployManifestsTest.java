@@ -173,7 +173,8 @@ class DeployManifestsTest {
     assertThat(scaled).containsExactlyInAnyOrder("moemesh-gateway", "moemesh-prefill", "moemesh-decode", "moemesh-expert-routed", "moemesh-expert-shared");
   }
 
-  private static final Pattern ADDRESS = Pattern.compile("^([a-z0-9-]+?)(?:-(\\d+)\\.([a-z0-9-]+))?:(\\d+)$");
+  /** {@code [dns:///]name:port} or a StatefulSet pod's {@code name-N.service:port}; a dns:/// name must be a headless Service. */
+  private static final Pattern ADDRESS = Pattern.compile("^(dns:///)?([a-z0-9-]+?)(?:-(\\d+)\\.([a-z0-9-]+))?:(\\d+)$");
 
   @Test
   void everyAddressInTheConfigNamesAServicePort() throws IOException {
@@ -185,19 +186,21 @@ class DeployManifestsTest {
       for (String address : e.getValue().asText().split(",")) {
         Matcher m = ADDRESS.matcher(address.trim());
         assertThat(m.matches()).as(e.getKey() + "=" + address).isTrue();
-        String service = m.group(3) != null ? m.group(3) : m.group(1);
+        String service = m.group(4) != null ? m.group(4) : m.group(2);
         Doc svc = all.get("Service/" + service);
         assertThat(svc).as(address + ": Service " + service).isNotNull();
-        if (m.group(3) != null) {
+        if (m.group(1) != null) // resolved to one replica per pod: only a headless Service lists the pods
+          assertThat(svc.node().path("spec").path("clusterIP").asText()).as(address).isEqualTo("None");
+        if (m.group(4) != null) {
           // a pod's own name <statefulset>-<ordinal>.<service>: the StatefulSet uses that service and has the pod
-          Doc sts = all.get("StatefulSet/" + m.group(1));
+          Doc sts = all.get("StatefulSet/" + m.group(2));
           assertThat(sts).as(address).isNotNull();
           assertThat(sts.node().path("spec").path("serviceName").asText()).isEqualTo(service);
-          assertThat(Integer.parseInt(m.group(2))).isLessThan(sts.node().path("spec").path("replicas").asInt());
+          assertThat(Integer.parseInt(m.group(3))).isLessThan(sts.node().path("spec").path("replicas").asInt());
         }
         List<Integer> ports = new ArrayList<>();
         svc.node().path("spec").path("ports").forEach(p -> ports.add(p.path("port").asInt()));
-        assertThat(ports).as(address).contains(Integer.parseInt(m.group(4)));
+        assertThat(ports).as(address).contains(Integer.parseInt(m.group(5)));
         checked++;
       }
     }

@@ -53,6 +53,10 @@ public interface GatewayConfig {
   @WithDefault("200ms")
   Duration loadPollInterval();
 
+  /** How often {@code dns:///name:port} replica entries are resolved again (pods come and go). */
+  @WithDefault("5s")
+  Duration discoveryInterval();
+
   /** Deadline of one {@code Load} call; a replica that misses it counts as unreachable until it answers again. */
   @WithDefault("1s")
   Duration loadTimeout();
@@ -95,7 +99,10 @@ public interface GatewayConfig {
 
   /** A group of replicas of one role. */
   interface Pool {
-    /** {@code host:port} of each replica's gRPC server; none = the role is absent. */
+    /**
+     * The replicas' gRPC servers: {@code host:port} each, or {@code dns:///name:port} for every address the name
+     * resolves to (a Kubernetes headless Service: one per pod); none = the role is absent.
+     */
     Optional<List<String>> replicas();
   }
 }

@@ -105,6 +105,11 @@ final class PrefixAffinity {
     }
   }
 
+  /** A replica left the pool: its blocks are dropped. */
+  void forget(Replica replica) {
+    known.remove(replica);
+  }
+
   private void remember(Replica replica, long[] chain) {
     Blocks blocks = known.computeIfAbsent(replica, r -> new Blocks(blocksPerReplica));
     synchronized (blocks) {

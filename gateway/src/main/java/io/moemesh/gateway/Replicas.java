@@ -7,44 +7,91 @@ import io.moemesh.proto.common.v1.LoadReportRequest;
 import io.moemesh.proto.decode.v1.DecodeGrpc;
 import io.moemesh.proto.prefill.v1.PrefillGrpc;
 import jakarta.annotation.PreDestroy;
+import jakarta.inject.Inject;
 import jakarta.inject.Singleton;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
+import org.jboss.logging.Logger;
 
 /**
  * The configured replicas, one channel each, and the routing choice: prefill = the longest known prompt prefix within a
  * load margin, else least queued prompt tokens ({@link PrefixAffinity}); decode =
  * lowest KV-cache usage, then fewest running requests. A background poller calls every replica's {@code Load};
- * a replica counts as reachable while its last poll answered, and unreachable ones are skipped.
+ * a replica counts as reachable while its last poll answered, and unreachable ones are skipped. The pools come from
+ * {@link ReplicaDiscovery}: {@code dns:///name:port} entries are resolved again every discovery interval.
  */
 @Singleton
 public class Replicas {
+  private static final Logger LOG = Logger.getLogger(Replicas.class);
   private static final LoadReportRequest LOAD = LoadReportRequest.getDefaultInstance();
-  private final List<Replica> prefill;
-  private final List<Replica> decode;
+  private final List<String> prefillEntries, decodeEntries;
+  private final ReplicaDiscovery.Resolver resolver;
+  private final Map<String, List<String>> lastResolved = new ConcurrentHashMap<>();
+  private volatile List<Replica> prefill = List.of();
+  private volatile List<Replica> decode = List.of();
   private final PrefixAffinity prefixes;
   private final long loadTimeoutMs;
   private final ScheduledExecutorService poller = Executors.newSingleThreadScheduledExecutor(
       Thread.ofPlatform().name("replica-load-poller").daemon().factory());
 
+  @Inject
   Replicas(GatewayConfig config) {
-    this.prefill = build(Replica.Role.PREFILL, config.prefill().replicas().orElse(List.of()));
-    this.decode = build(Replica.Role.DECODE, config.decode().replicas().orElse(List.of()));
+    this(config, ReplicaDiscovery.Resolver.SYSTEM);
+  }
+
+  Replicas(GatewayConfig config, ReplicaDiscovery.Resolver resolver) {
+    this.prefillEntries = entries(config.prefill().replicas().orElse(List.of()));
+    this.decodeEntries = entries(config.decode().replicas().orElse(List.of()));
+    this.resolver = resolver;
     var routing = config.prefixRouting();
     this.prefixes = new PrefixAffinity(routing.blockTokens(), routing.blocksPerReplica(), routing.maxImbalance());
     this.loadTimeoutMs = config.loadTimeout().toMillis();
-    long every = config.loadPollInterval().toMillis();
+    discover();
+    long every = config.loadPollInterval().toMillis(), discoverEvery = config.discoveryInterval().toMillis();
     poller.scheduleWithFixedDelay(this::pollAll, 0, every, TimeUnit.MILLISECONDS);
+    poller.scheduleWithFixedDelay(this::discover, discoverEvery, discoverEvery, TimeUnit.MILLISECONDS);
   }
 
-  private static List<Replica> build(Replica.Role role, List<String> addresses) {
-    return addresses.stream().map(String::trim).filter(a -> !a.isEmpty())
-        .map(a -> new Replica(role, a, ManagedChannelBuilder.forTarget(a).usePlaintext().build())).toList();
+  private static List<String> entries(List<String> configured) {
+    List<String> entries = configured.stream().map(String::trim).filter(a -> !a.isEmpty()).toList();
+    entries.forEach(ReplicaDiscovery::validate);
+    return entries;
+  }
+
+  /** Resolves the configured entries again: new addresses become replicas, gone ones are closed (calls in flight finish). */
+  synchronized void discover() {
+    try {
+      prefill = refresh(Replica.Role.PREFILL, prefillEntries, prefill);
+      decode = refresh(Replica.Role.DECODE, decodeEntries, decode);
+    } catch (RuntimeException e) { // the next round tries again; the pools stay as they were
+      LOG.warnf(e, "replica discovery failed");
+    }
+  }
+
+  private List<Replica> refresh(Replica.Role role, List<String> entries, List<Replica> current) {
+    Set<String> wanted = ReplicaDiscovery.addresses(entries, resolver, lastResolved, LOG::warn);
+    Map<String, Replica> byAddress = new HashMap<>();
+    for (Replica r : current) byAddress.put(r.address(), r);
+    List<Replica> next = wanted.stream().map(a -> byAddress.containsKey(a) ? byAddress.get(a)
+        : new Replica(role, a, ManagedChannelBuilder.forTarget(a).usePlaintext().build())).toList();
+    for (Replica r : current) {
+      if (wanted.contains(r.address())) continue;
+      LOG.infof("%s replica %s is gone from discovery", role.name().toLowerCase(java.util.Locale.ROOT), r.address());
+      prefixes.forget(r);
+      r.channel().shutdown();
+    }
+    for (Replica r : next) if (!byAddress.containsKey(r.address()) && !current.isEmpty())
+      LOG.infof("%s replica %s discovered", role.name().toLowerCase(java.util.Locale.ROOT), r.address());
+    return next;
   }
 
   /** The prefill replica for {@code prompt} ({@link PrefixAffinity}); empty if none is configured or reachable. */
