@@ -2,11 +2,12 @@ package io.moemesh.gateway;
 
 import static io.moemesh.gateway.Api.chat;
 import static io.moemesh.gateway.Api.newId;
-import static io.moemesh.gateway.InMemorySpans.awaitSpan;
+import static io.moemesh.telemetry.testing.InMemorySpans.awaitSpan;
 import static io.restassured.RestAssured.given;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.grpc.Status;
+import io.moemesh.telemetry.testing.InMemorySpans;
 import io.opentelemetry.api.trace.SpanKind;
 import io.opentelemetry.api.trace.StatusCode;
 import io.opentelemetry.sdk.testing.exporter.InMemorySpanExporter;

@@ -1,6 +1,6 @@
 package io.moemesh.kvstore;
 
-import static io.moemesh.kvstore.InMemorySpans.awaitSpan;
+import static io.moemesh.telemetry.testing.InMemorySpans.awaitSpan;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.moemesh.proto.kvstore.v1.GetRequest;

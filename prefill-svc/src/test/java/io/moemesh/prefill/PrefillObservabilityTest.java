@@ -1,7 +1,7 @@
 package io.moemesh.prefill;
 
-import static io.moemesh.enginehost.testing.InMemorySpans.awaitSpan;
-import static io.moemesh.enginehost.testing.InMemorySpans.named;
+import static io.moemesh.telemetry.testing.InMemorySpans.awaitSpan;
+import static io.moemesh.telemetry.testing.InMemorySpans.named;
 import static io.moemesh.enginehost.testing.Scrape.metric;
 import static io.moemesh.prefill.PrefillServiceTest.GREEDY;
 import static io.moemesh.prefill.PrefillServiceTest.TIMEOUT;

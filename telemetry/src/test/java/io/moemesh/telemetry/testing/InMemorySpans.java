@@ -1,4 +1,4 @@
-package io.moemesh.enginehost.testing;
+package io.moemesh.telemetry.testing;
 
 import io.opentelemetry.sdk.testing.exporter.InMemorySpanExporter;
 import io.opentelemetry.sdk.trace.data.SpanData;
@@ -10,7 +10,7 @@ import java.util.List;
 import java.util.function.Predicate;
 
 /**
- * For the engine services' tests (shipped in engine-host's test jar): the spans the service finished, through a
+ * For every service's tests (shipped in telemetry's test jar): the spans the service finished, through a
  * CDI-produced {@link InMemorySpanExporter} ({@code quarkus.otel.traces.exporter=cdi}, the default). Inject the
  * exporter; {@link #awaitSpan} waits for the batch processor to hand spans over.
  */

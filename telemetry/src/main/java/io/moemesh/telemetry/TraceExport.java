@@ -1,4 +1,4 @@
-package io.moemesh.enginehost.telemetry;
+package io.moemesh.telemetry;
 
 import io.opentelemetry.sdk.trace.export.SpanExporter;
 import io.quarkus.arc.Unremovable;
@@ -13,7 +13,7 @@ import jakarta.inject.Singleton;
  *
  * <p>How: Quarkus builds its OTLP exporter unless some {@link SpanExporter} bean can be looked up; this one can while
  * the endpoint is unset, and drops what it is given. ({@code quarkus.otel.traces.exporter=none} cannot be switched
- * by a runtime setting: it is fixed at build time.) The same class lives in gateway and kv-store.
+ * by a runtime setting: it is fixed at build time.) Every service gets it from this module.
  */
 @Singleton
 public class TraceExport {
