@@ -65,8 +65,21 @@ public final class ProfilingKernels implements Kernels {
     recording = on;
   }
 
-  private void record(String op, long startNanos) {
-    record(new Key(op, null, null), startNanos);
+  private void time(String op, Runnable call) {
+    time(() -> new Key(op, null, null), call);
+  }
+
+  /** Runs {@code call} and, while recording, adds its wall time to the key's (the key made after: bad input throws first). */
+  private void time(java.util.function.Supplier<Key> key, Runnable call) {
+    long startNanos = System.nanoTime();
+    call.run();
+    record(key.get(), startNanos);
+  }
+
+  /** The first group's weights that exist (groups without rows may have none). */
+  private static Tensor firstWeight(Tensor[] w) {
+    for (Tensor g : w) if (g != null) return g;
+    return null;
   }
 
   private void record(Key key, long startNanos) {
@@ -89,115 +102,81 @@ public final class ProfilingKernels implements Kernels {
 
   @Override
   public void matmul(Tensor out, Tensor x, Tensor w) {
-    long t = System.nanoTime();
-    inner.matmul(out, x, w);
-    record(new Key("matmul", w, x.dtype()), t);
+    time(() -> new Key("matmul", w, x.dtype()), () -> inner.matmul(out, x, w));
   }
 
   @Override
   public void matmulHeads(Tensor out, Tensor x, Tensor w) {
-    long t = System.nanoTime();
-    inner.matmulHeads(out, x, w);
-    record(new Key("matmulHeads", w, x.dtype()), t);
+    time(() -> new Key("matmulHeads", w, x.dtype()), () -> inner.matmulHeads(out, x, w));
   }
 
   @Override
   public void quantizeRows(Tensor q, Tensor scales, Tensor x) {
-    long t = System.nanoTime();
-    inner.quantizeRows(q, scales, x);
-    record("quantizeRows", t);
+    time("quantizeRows", () -> inner.quantizeRows(q, scales, x));
   }
 
   @Override
   public void matmulInt8(Tensor out, Tensor xq, Tensor xScales, Tensor w, Tensor wScales) {
-    long t = System.nanoTime();
-    inner.matmulInt8(out, xq, xScales, w, wScales);
-    record(new Key("matmulInt8", w, null), t);
+    time(() -> new Key("matmulInt8", w, null), () -> inner.matmulInt8(out, xq, xScales, w, wScales));
   }
 
   @Override
   public void matmulInt8Grouped(Tensor out, Tensor xq, Tensor xScales, Tensor rowOffsets, Tensor[] w, Tensor[] wScales) {
-    long t = System.nanoTime();
-    inner.matmulInt8Grouped(out, xq, xScales, rowOffsets, w, wScales);
-    Tensor any = null; // groups without rows may have no weights
-    for (Tensor g : w) if (any == null) any = g;
-    record(new Key("matmulInt8Grouped", any, null), t);
+    time(() -> new Key("matmulInt8Grouped", firstWeight(w), null), () -> inner.matmulInt8Grouped(out, xq, xScales, rowOffsets, w, wScales));
   }
 
   @Override
   public void dequantizeFp8(Tensor out, Tensor w, Tensor scaleInv, int block) {
-    long t = System.nanoTime();
-    inner.dequantizeFp8(out, w, scaleInv, block);
-    record("dequantizeFp8", t);
+    time("dequantizeFp8", () -> inner.dequantizeFp8(out, w, scaleInv, block));
   }
 
   @Override
   public void rmsNorm(Tensor out, Tensor x, Tensor weight, float eps) {
-    long t = System.nanoTime();
-    inner.rmsNorm(out, x, weight, eps);
-    record("rmsNorm", t);
+    time("rmsNorm", () -> inner.rmsNorm(out, x, weight, eps));
   }
 
   @Override
   public void rope(Tensor x, Tensor positions, RopeTable table) {
-    long t = System.nanoTime();
-    inner.rope(x, positions, table);
-    record("rope", t);
+    time("rope", () -> inner.rope(x, positions, table));
   }
 
   @Override
   public void siluMul(Tensor out, Tensor gate, Tensor up) {
-    long t = System.nanoTime();
-    inner.siluMul(out, gate, up);
-    record("siluMul", t);
+    time("siluMul", () -> inner.siluMul(out, gate, up));
   }
 
   @Override
   public void moeGate(Tensor expertIds, Tensor weights, Tensor logits, Tensor bias, GateParams params) {
-    long t = System.nanoTime();
-    inner.moeGate(expertIds, weights, logits, bias, params);
-    record("moeGate", t);
+    time("moeGate", () -> inner.moeGate(expertIds, weights, logits, bias, params));
   }
 
   @Override
   public void mlaDecode(Tensor out, Tensor qLatent, Tensor qRope, PagedLatentKv kv, float softmaxScale) {
-    long t = System.nanoTime();
-    inner.mlaDecode(out, qLatent, qRope, kv, softmaxScale);
-    record("mlaDecode", t);
+    time("mlaDecode", () -> inner.mlaDecode(out, qLatent, qRope, kv, softmaxScale));
   }
 
   @Override
   public void attention(Tensor out, Tensor q, Tensor k, Tensor v, Tensor contextLens, float softmaxScale) {
-    long t = System.nanoTime();
-    inner.attention(out, q, k, v, contextLens, softmaxScale);
-    record("attention", t);
+    time("attention", () -> inner.attention(out, q, k, v, contextLens, softmaxScale));
   }
 
   @Override
   public void add(Tensor out, Tensor a, Tensor b) {
-    long t = System.nanoTime();
-    inner.add(out, a, b);
-    record("add", t);
+    time("add", () -> inner.add(out, a, b));
   }
 
   @Override
   public void gatherQuantize(Tensor q, Tensor scales, Tensor x, Tensor rows) {
-    long t = System.nanoTime();
-    inner.gatherQuantize(q, scales, x, rows);
-    record("gatherQuantize", t);
+    time("gatherQuantize", () -> inner.gatherQuantize(q, scales, x, rows));
   }
 
   @Override
   public void scatterAdd(Tensor out, Tensor y, Tensor rows, Tensor weights) {
-    long t = System.nanoTime();
-    inner.scatterAdd(out, y, rows, weights);
-    record("scatterAdd", t);
+    time("scatterAdd", () -> inner.scatterAdd(out, y, rows, weights));
   }
 
   @Override
   public void convert(Tensor out, Tensor in) {
-    long t = System.nanoTime();
-    inner.convert(out, in);
-    record(new Key("convert", null, in.dtype()), t);
+    time(() -> new Key("convert", null, in.dtype()), () -> inner.convert(out, in));
   }
 }
