@@ -12,6 +12,8 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${1:-$ROOT/docs/bench/experts}
 URL=http://localhost:8000
 mkdir -p "$OUT"
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
 
 WORKLOADS=(
   "c1:--concurrency 1 --num-prompts 16 --input-len 256 --output-len 64 --warmup 4"
@@ -26,18 +28,9 @@ SHAPES=(
 for s in "${SHAPES[@]}"; do
   IFS=: read -r shape up jvm <<<"$s"
   # shellcheck disable=SC2086 # the options are words
-  MOEMESH_JAVA_OPTS="${MOEMESH_JAVA_OPTS:-} $jvm" "$ROOT/bin/moemesh" up $up --detach
-  trap '"$ROOT/bin/moemesh" down' EXIT
-  for w in "${WORKLOADS[@]}"; do
-    # shellcheck disable=SC2086 # the options are words
-    "$ROOT/bin/moemesh" bench serve --url "$URL" ${w#*:} --json "$OUT/$shape-${w%%:*}.json"
-  done
-  "$ROOT/bin/moemesh" down
-  trap - EXIT
+  MOEMESH_JAVA_OPTS="${MOEMESH_JAVA_OPTS:-} $jvm" run_shape "$shape" $up
 done
 
-figure() { awk -v k="\"$2\"" '$1 == k { gsub(/,/, "", $3); print $3 }' "$OUT/$1.json"; }
-ratio() { awk -v m="$1" -v s="$2" 'BEGIN { printf "%.2f", m / s }'; }
 printf '\n%-26s %9s %9s %9s %8s %8s\n' "figure" "local" "remote" "overlap" "remote/" "overlap/"
 row() { # workload key label
   local l r o

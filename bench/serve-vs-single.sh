@@ -14,6 +14,8 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${1:-$ROOT/docs/bench/serve}
 URL=http://localhost:8000
 mkdir -p "$OUT"
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
 
 # workload name and bench serve options: TPOT alone, TTFT of 2,000-token prompts, throughput at 8 and 32 in flight
 WORKLOADS=(
@@ -26,19 +28,8 @@ WORKLOADS=(
 for shape in single mesh; do
   if [[ $shape == single ]]; then up=${SINGLE_UP:---single}; else up=${MESH_UP:---decode-replicas 1}; fi
   # shellcheck disable=SC2086 # the options are words
-  "$ROOT/bin/moemesh" up $up --detach
-  trap '"$ROOT/bin/moemesh" down' EXIT
-  for w in "${WORKLOADS[@]}"; do
-    # shellcheck disable=SC2086 # the options are words
-    "$ROOT/bin/moemesh" bench serve --url "$URL" ${w#*:} --json "$OUT/$shape-${w%%:*}.json"
-  done
-  "$ROOT/bin/moemesh" down
-  trap - EXIT
+  run_shape "$shape" $up
 done
-
-# One figure of one run, from the pretty-printed JSON ("key" : value,).
-figure() { awk -v k="\"$2\"" '$1 == k { gsub(/,/, "", $3); print $3 }' "$OUT/$1.json"; }
-ratio() { awk -v m="$1" -v s="$2" 'BEGIN { printf "%.2f", m / s }'; }
 
 printf '\n%-34s %10s %10s %8s\n' "figure" "single" "mesh" "ratio"
 row() { # workload key label
