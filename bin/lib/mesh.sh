@@ -3,7 +3,7 @@
 # ensure_built, run_main and cmd_offline).
 #
 #   kv-store        HTTP 9400  gRPC 9401
-#   prefill-svc     HTTP 9200  gRPC 9201
+#   prefill-svc #i  HTTP 9200+10i  gRPC 9201+10i
 #   decode-svc #i   HTTP 9300+10i  gRPC 9301+10i
 #   expert-svc routed shard #i   HTTP 9500+10i  gRPC 9501+10i   (shard 0 also runs the balancer)
 #   expert-svc shared            HTTP 9600      gRPC 9601
@@ -68,11 +68,12 @@ await_mesh() {
 }
 
 cmd_up() {
-  local model='' replicas=2 port=8000 detach=0 precision=int8 single=0 threads='' shards=2 shared=remote redundant=2 balance=60s
+  local model='' replicas=2 prefills=1 port=8000 detach=0 precision=int8 single=0 threads='' shards=2 shared=remote redundant=2 balance=60s
   while (($#)); do
     case $1 in
       --model) model=${2:?--model needs a directory}; shift 2 ;;
       --decode-replicas) replicas=${2:?--decode-replicas needs a number}; shift 2 ;;
+      --prefill-replicas) prefills=${2:?--prefill-replicas needs a number}; shift 2 ;;
       --port) port=${2:?--port needs a number}; shift 2 ;;
       --precision) precision=${2:?--precision needs exact, bf16 or int8}; shift 2 ;;
       --threads) threads=${2:?--threads needs a number}; shift 2 ;;
@@ -86,6 +87,7 @@ cmd_up() {
     esac
   done
   [[ $replicas =~ ^[1-9][0-9]*$ ]] || die_usage "up: --decode-replicas must be a positive number, got '$replicas'"
+  [[ $prefills =~ ^[1-9]$ ]] || die_usage "up: --prefill-replicas must be 1 to 9, got '$prefills'"
   [[ $port =~ ^[0-9]+$ ]] || die_usage "up: --port must be a number, got '$port'"
   [[ -z $threads || $threads =~ ^[1-9][0-9]*$ ]] || die_usage "up: --threads must be a positive number, got '$threads'"
   [[ $shards =~ ^[0-9]+$ ]] || die_usage "up: --routed-shards must be a number (0: experts in the engines), got '$shards'"
@@ -110,19 +112,24 @@ cmd_up() {
   MESH_LOGS="$(mesh_home)/logs/$(date +%Y%m%d-%H%M%S)"
   mkdir -p "$MESH_LOGS" "$(mesh_home)/run"
   # The engines share the cores: each gets its part (at least one thread), unless --threads says otherwise.
-  local cores i decode_list='' engines=$((replicas + 1))
+  local cores i decode_list='' prefill_list='' engines=$((replicas + prefills))
   ((single)) && engines=1
   cores=$(nproc 2>/dev/null || echo 2)
   [[ -n $threads ]] || threads=$((cores / engines))
   ((threads >= 1)) || threads=1
   local engine=("moemesh.engine.model-dir=$model" "moemesh.engine.precision=$precision" "moemesh.engine.threads=$threads")
   ((detach)) || trap 'stop_mesh; exit 130' INT TERM
-  local routing=(moemesh.gateway.prefill.replicas=localhost:9201)
+  local routing=()
   if ((single)); then
     routing=(moemesh.gateway.disaggregation=false)
   else
     start_service kv-store kv-store 9400 quarkus.grpc.server.port=9401
-    start_service prefill prefill-svc 9200 quarkus.grpc.server.port=9201 moemesh.prefill.kv-store=localhost:9401 "${engine[@]}"
+    for ((i = 0; i < prefills; i++)); do # the gateway routes each prompt by its prefix (README, "Routing")
+      start_service "prefill-$i" prefill-svc $((9200 + 10 * i)) quarkus.grpc.server.port=$((9201 + 10 * i)) \
+        moemesh.prefill.kv-store=localhost:9401 "${engine[@]}"
+      prefill_list+="${prefill_list:+,}localhost:$((9201 + 10 * i))"
+    done
+    routing=("moemesh.gateway.prefill.replicas=$prefill_list")
   fi
   # Expert parallelism: the decode replicas' MoE layers run on routed shards (+ a shared-expert service).
   local remote=() shard_list='' expert=("moemesh.expert.model-dir=$model" "moemesh.expert.precision=$precision" \
@@ -152,7 +159,7 @@ cmd_up() {
     stop_mesh
     exit 1
   fi
-  local shape="prefill, ${replicas} decode replica(s), kv-store"
+  local shape="${prefills} prefill and ${replicas} decode replica(s), kv-store"
   ((single)) && shape="one decode process that computes the prompts too (--single)"
   ((shards == 0)) || shape+=", $shards routed-expert shard(s) ($redundant redundant slots, rebalanced every $balance), shared experts $shared"
   cat <<MSG
