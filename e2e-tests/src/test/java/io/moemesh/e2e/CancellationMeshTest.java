@@ -34,7 +34,6 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -48,6 +47,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Cancellation is a tree (ARCHITECTURE.md, "Prefill/decode disaggregation", step 5): a client that leaves at any
@@ -60,6 +60,7 @@ import org.junit.jupiter.api.Test;
  * from it for as long as a test wants.
  */
 class CancellationMeshTest {
+  @TempDir static Path workDir; // the checkpoint; removed after the class
   static final Duration TIMEOUT = Duration.ofSeconds(60);
   /** Well under the 60 s deadline of decode's KV load: freeing must not wait for that deadline. */
   static final Duration PROMPTLY = Duration.ofSeconds(30);
@@ -73,7 +74,7 @@ class CancellationMeshTest {
 
   @BeforeAll
   static void startMesh() throws Exception {
-    model = Files.createTempDirectory("moemesh-e2e-cancel").resolve("tiny");
+    model = workDir.resolve("tiny");
     DemoCheckpoint.writeShipped("tiny", model, 11, DemoCheckpoint.Format.BF16, (done, total) -> {});
     kvStore = ServiceProcess.start("kv-store", "cancel-kv-store", List.of("moemesh.kv-store.max-bytes=64M"));
     List<String> engine = List.of("moemesh.engine.model-dir=" + model, "moemesh.engine.kv-cache-memory=16M",

@@ -26,7 +26,6 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -45,6 +44,7 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * kv-store, prefill-svc, decode-svc and the gateway as real processes on the tiny model: a prompt prefilled by
@@ -53,6 +53,7 @@ import org.junit.jupiter.api.Test;
  * receiver, so one request is seen as one trace across the four processes.
  */
 class DisaggregatedMeshTest {
+  @TempDir static Path workDir; // the checkpoint; removed after the class
   static final Duration READY = Duration.ofMinutes(3);
   static Path model;
   static ServiceProcess kvStore, prefill, decode, gateway;
@@ -62,7 +63,7 @@ class DisaggregatedMeshTest {
 
   @BeforeAll
   static void startMesh() throws Exception {
-    model = Files.createTempDirectory("moemesh-e2e").resolve("tiny");
+    model = workDir.resolve("tiny");
     DemoCheckpoint.writeShipped("tiny", model, 11, DemoCheckpoint.Format.BF16, (done, total) -> {});
     traces = new OtlpReceiver();
     List<String> tracing = List.of("moemesh.otlp.endpoint=" + traces.endpoint(), "quarkus.otel.bsp.schedule.delay=100ms");

@@ -53,6 +53,7 @@ import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The whole design as real processes on the tiny model with a skewed router ({@code make-model --router-skew 1}):
@@ -64,6 +65,7 @@ import org.junit.jupiter.api.Test;
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class ExpertParallelMeshTest {
+  @TempDir static Path workDir; // the checkpoint; removed after the class
   static final float ROUTER_SKEW = 1f; // half of each MoE layer's routed tokens go to one hot expert
   static final Duration READY = Duration.ofMinutes(3);
   static Path model;
@@ -74,7 +76,7 @@ class ExpertParallelMeshTest {
 
   @BeforeAll
   static void startMesh() throws Exception {
-    Path dir = Files.createTempDirectory("moemesh-e2e-experts");
+    Path dir = workDir;
     model = dir.resolve("tiny");
     Path config = dir.resolve("tiny.json");
     try (var in = DemoCheckpoint.class.getResourceAsStream("/io/moemesh/model/configs/tiny.json")) {

@@ -13,6 +13,7 @@ import java.util.List;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * {@code bin/moemesh bench serve} against a real gateway, in the shape of {@code bin/moemesh up --single} (one decode
@@ -20,12 +21,13 @@ import org.junit.jupiter.api.Test;
  * and output token counts asked for (token-id prompts, {@code ignore_eos}), as the gateway's usage reports them.
  */
 class ServeBenchTest {
+  @TempDir static Path workDir; // the checkpoint; removed after the class
   static Path model;
   static ServiceProcess decode, gateway;
 
   @BeforeAll
   static void startSingleProcessMesh() throws Exception {
-    model = Files.createTempDirectory("moemesh-e2e-serve").resolve("tiny");
+    model = workDir.resolve("tiny");
     DemoCheckpoint.writeShipped("tiny", model, 11, DemoCheckpoint.Format.BF16, (done, total) -> {});
     decode = ServiceProcess.start("decode-svc", "serve-decode",
         List.of("moemesh.engine.model-dir=" + model, "moemesh.engine.kv-cache-memory=16M", "moemesh.engine.threads=1"));
