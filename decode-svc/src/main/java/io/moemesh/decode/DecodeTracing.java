@@ -22,16 +22,8 @@ import java.util.List;
 @Singleton
 @GlobalInterceptor
 public class DecodeTracing extends EngineCallTracing<GenerateRequest, GenerateResponse> {
-  private final EngineHost host;
-
   DecodeTracing(Tracer tracer, EngineHost host) {
-    super(tracer, DecodeGrpc.getGenerateMethod(), "decode");
-    this.host = host;
-  }
-
-  @Override
-  protected String model() {
-    return host.isReady() ? host.loaded().model().modelId() : "unknown";
+    super(tracer, DecodeGrpc.getGenerateMethod(), "decode", host);
   }
 
   @Override

@@ -21,16 +21,8 @@ import java.util.List;
 @Singleton
 @GlobalInterceptor
 public class PrefillTracing extends EngineCallTracing<PrefillRequest, PrefillResponse> {
-  private final EngineHost host;
-
   PrefillTracing(Tracer tracer, EngineHost host) {
-    super(tracer, PrefillGrpc.getPrefillMethod(), "prefill");
-    this.host = host;
-  }
-
-  @Override
-  protected String model() {
-    return host.isReady() ? host.loaded().model().modelId() : "unknown";
+    super(tracer, PrefillGrpc.getPrefillMethod(), "prefill", host);
   }
 
   @Override

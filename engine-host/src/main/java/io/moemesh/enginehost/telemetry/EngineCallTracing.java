@@ -8,6 +8,7 @@ import io.grpc.ServerCall;
 import io.grpc.ServerCallHandler;
 import io.grpc.ServerInterceptor;
 import io.grpc.Status;
+import io.moemesh.enginehost.EngineHost;
 import io.opentelemetry.api.trace.Span;
 import io.opentelemetry.api.trace.StatusCode;
 import io.opentelemetry.api.trace.Tracer;
@@ -30,15 +31,19 @@ public abstract class EngineCallTracing<Q, R> implements ServerInterceptor {
   private final Tracer tracer;
   private final String fullMethodName;
   private final String role;
+  private final EngineHost host;
 
-  protected EngineCallTracing(Tracer tracer, MethodDescriptor<Q, R> method, String role) {
+  protected EngineCallTracing(Tracer tracer, MethodDescriptor<Q, R> method, String role, EngineHost host) {
     this.tracer = tracer;
+    this.host = host;
     this.fullMethodName = method.getFullMethodName();
     this.role = role;
   }
 
-  /** The served model's name ({@code gen_ai.request.model}); asked when a request arrives. */
-  protected abstract String model();
+  /** The served model's name ({@code gen_ai.request.model}), "unknown" while loading; asked when a request arrives. */
+  private String model() {
+    return host.isReady() ? host.loaded().model().modelId() : "unknown";
+  }
 
   /** Sets the request's attributes ({@code gen_ai.request.*}, {@code gen_ai.response.id}). */
   protected abstract void requestAttributes(Q request, Span span);
