@@ -119,19 +119,7 @@ cmd_up() {
   ((threads >= 1)) || threads=1
   local engine=("moemesh.engine.model-dir=$model" "moemesh.engine.precision=$precision" "moemesh.engine.threads=$threads")
   ((detach)) || trap 'stop_mesh; exit 130' INT TERM
-  local routing=()
-  if ((single)); then
-    routing=(moemesh.gateway.disaggregation=false)
-  else
-    start_service kv-store kv-store 9400 quarkus.grpc.server.port=9401
-    for ((i = 0; i < prefills; i++)); do # the gateway routes each prompt by its prefix (README, "Routing")
-      start_service "prefill-$i" prefill-svc $((9200 + 10 * i)) quarkus.grpc.server.port=$((9201 + 10 * i)) \
-        moemesh.prefill.kv-store=localhost:9401 "${engine[@]}"
-      prefill_list+="${prefill_list:+,}localhost:$((9201 + 10 * i))"
-    done
-    routing=("moemesh.gateway.prefill.replicas=$prefill_list")
-  fi
-  # Expert parallelism: the decode replicas' MoE layers run on routed shards (+ a shared-expert service).
+  # Expert parallelism: the prefill and decode replicas' MoE layers run on routed shards (+ a shared-expert service).
   local remote=() shard_list='' expert=("moemesh.expert.model-dir=$model" "moemesh.expert.precision=$precision" \
     "moemesh.expert.threads=1" "moemesh.expert.num-shards=$shards" "moemesh.expert.redundant-slots=$redundant")
   for ((i = 0; i < shards; i++)); do shard_list+="${shard_list:+,}localhost:$((9501 + 10 * i))"; done
@@ -148,6 +136,18 @@ cmd_up() {
       start_service expert-shared expert-svc 9600 quarkus.grpc.server.port=9601 "${expert[@]}" moemesh.expert.role=shared
       remote+=(moemesh.experts.shared-address=localhost:9601)
     fi
+  fi
+  local routing=()
+  if ((single)); then
+    routing=(moemesh.gateway.disaggregation=false)
+  else
+    start_service kv-store kv-store 9400 quarkus.grpc.server.port=9401
+    for ((i = 0; i < prefills; i++)); do # the gateway routes each prompt by its prefix (README, "Routing")
+      start_service "prefill-$i" prefill-svc $((9200 + 10 * i)) quarkus.grpc.server.port=$((9201 + 10 * i)) \
+        moemesh.prefill.kv-store=localhost:9401 "${engine[@]}" "${remote[@]}"
+      prefill_list+="${prefill_list:+,}localhost:$((9201 + 10 * i))"
+    done
+    routing=("moemesh.gateway.prefill.replicas=$prefill_list")
   fi
   for ((i = 0; i < replicas; i++)); do
     start_service "decode-$i" decode-svc $((9300 + 10 * i)) quarkus.grpc.server.port=$((9301 + 10 * i)) "${engine[@]}" "${remote[@]}"

@@ -182,7 +182,7 @@ class DeployManifestsTest {
     JsonNode data = all.get("ConfigMap/moemesh-config").node().path("data");
     int checked = 0;
     for (var e : data.properties()) {
-      if (!e.getKey().endsWith("_REPLICAS") && !e.getKey().endsWith("_KV_STORE")) continue;
+      if (!e.getKey().matches(".*_(REPLICAS|KV_STORE|EXPERTS_SHARDS|SHARED_ADDRESS)")) continue;
       for (String address : e.getValue().asText().split(",")) {
         Matcher m = ADDRESS.matcher(address.trim());
         assertThat(m.matches()).as(e.getKey() + "=" + address).isTrue();
@@ -204,7 +204,9 @@ class DeployManifestsTest {
         checked++;
       }
     }
-    assertThat(checked).isEqualTo(3);
+    assertThat(checked).as("prefill, decode, store, 4 routed shards, shared experts").isEqualTo(8);
+    assertThat(data.path("MOEMESH_EXPERTS_SHARDS").asText().split(",")).as("the engines' shard list, one per shard")
+        .hasSize(data.path("MOEMESH_EXPERT_NUM_SHARDS").asInt());
   }
 
   @Test

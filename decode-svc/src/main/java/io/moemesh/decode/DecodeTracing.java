@@ -12,7 +12,6 @@ import io.opentelemetry.api.trace.StatusCode;
 import io.opentelemetry.api.trace.Tracer;
 import io.quarkus.grpc.GlobalInterceptor;
 import jakarta.inject.Singleton;
-import java.util.List;
 
 /**
  * The {@code decode {model}} span of each Generate call: the request's id, prompt tokens, budget and sampling (and
@@ -28,24 +27,14 @@ public class DecodeTracing extends EngineCallTracing<GenerateRequest, GenerateRe
 
   @Override
   protected void requestAttributes(GenerateRequest request, Span span) {
-    span.setAttribute(GenAiAttributes.RESPONSE_ID, request.getRequestId());
+    requestAttributes(request.getRequestId(), request.getSampling(), request.getPromptTokenIdsCount(), span);
     span.setAttribute(GenAiAttributes.REQUEST_MAX_TOKENS, (long) request.getMaxTokens());
-    span.setAttribute(GenAiAttributes.REQUEST_TEMPERATURE, request.getSampling().getTemperature());
-    if (request.getSampling().getTopP() != 0) span.setAttribute(GenAiAttributes.REQUEST_TOP_P, request.getSampling().getTopP());
-    if (request.getSampling().hasSeed()) span.setAttribute(GenAiAttributes.REQUEST_SEED, request.getSampling().getSeed());
-    span.setAttribute(GenAiAttributes.USAGE_INPUT_TOKENS, (long) request.getPromptTokenIdsCount());
     if (request.hasTicket()) span.setAttribute(GenAiAttributes.KV_OBJECT_KEY, request.getTicket().getObjectKey());
   }
 
   @Override
   protected void responseAttributes(GenerateResponse last, Span span) {
-    if (last.hasUsage()) {
-      span.setAttribute(GenAiAttributes.USAGE_INPUT_TOKENS, (long) last.getUsage().getPromptTokens());
-      span.setAttribute(GenAiAttributes.USAGE_OUTPUT_TOKENS, (long) last.getUsage().getCompletionTokens());
-    }
-    if (last.getFinishReason() != FinishReason.FINISH_REASON_UNSPECIFIED) {
-      span.setAttribute(GenAiAttributes.RESPONSE_FINISH_REASONS, List.of(GenAiAttributes.finishReason(last.getFinishReason())));
-    }
+    outcomeAttributes(last.hasUsage() ? last.getUsage() : null, last.getFinishReason(), span);
     if (last.getFinishReason() == FinishReason.FINISH_REASON_ERROR) span.setStatus(StatusCode.ERROR, last.getError());
   }
 }

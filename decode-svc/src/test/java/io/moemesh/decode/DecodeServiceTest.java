@@ -1,5 +1,6 @@
 package io.moemesh.decode;
 
+import io.moemesh.enginehost.ProtoMapping;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;

@@ -58,7 +58,7 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The whole design as real processes on the tiny model with a skewed router ({@code make-model --router-skew 1}):
  * 2 routed-expert shards (with 2 redundant slots; shard 0 runs the balancer every second), a shared-expert
- * service, kv-store, prefill, 2 decode replicas whose MoE layers run on those services, and the gateway. Remote
+ * service, kv-store, a prefill and 2 decode replicas whose MoE layers all run on those services, and the gateway. Remote
  * experts give the tokens of one in-process engine, also while the placement changes under load; a killed shard
  * fails only the requests that need it, with a clear error, and a restarted one rejoins without restarting
  * anything else.
@@ -92,10 +92,10 @@ class ExpertParallelMeshTest {
     shared = ServiceProcess.start("expert-svc", "expert-shared", with(expert, "moemesh.expert.role=shared"));
     kvStore = ServiceProcess.start("kv-store", "kv-store-ep", List.of("moemesh.kv-store.max-bytes=64M"));
     List<String> engine = List.of("moemesh.engine.model-dir=" + model, "moemesh.engine.kv-cache-memory=16M", "moemesh.engine.threads=1");
-    prefill = ServiceProcess.start("prefill-svc", "prefill-ep", with(engine, "moemesh.prefill.kv-store=" + kvStore.grpcAddress()));
     List<String> remote = with(engine, "moemesh.experts.routed=remote", "moemesh.experts.shards=" + shard0.grpcAddress() + "," + shard1.grpcAddress(),
         "moemesh.experts.redundant-slots=2", "moemesh.experts.shared=remote", "moemesh.experts.shared-address=" + shared.grpcAddress(),
         "moemesh.experts.timeout=10s", "moemesh.experts.placement-poll=500ms");
+    prefill = ServiceProcess.start("prefill-svc", "prefill-ep", with(remote, "moemesh.prefill.kv-store=" + kvStore.grpcAddress()));
     decode0 = ServiceProcess.start("decode-svc", "decode-ep-0", remote);
     decode1 = ServiceProcess.start("decode-svc", "decode-ep-1", remote);
     gateway = ServiceProcess.start("gateway", "gateway-ep", List.of("moemesh.gateway.model-dir=" + model,
@@ -168,6 +168,7 @@ class ExpertParallelMeshTest {
         if (!problems.isEmpty()) return;
         assertThat(placementVersion(decode0)).as("decode 0's placement version").isGreaterThanOrEqualTo(1);
         assertThat(placementVersion(decode1)).as("decode 1's placement version").isGreaterThanOrEqualTo(1);
+        assertThat(placementVersion(prefill)).as("prefill's placement version").isGreaterThanOrEqualTo(1);
         figures.set(balancedness());
         assertThat(figures.get()).as("balancedness").startsWith("ok");
       });

@@ -7,6 +7,8 @@ import io.moemesh.engine.KvConnector;
 import io.moemesh.engine.LoadedEngine;
 import io.moemesh.engine.experts.DispatchingExperts;
 import io.moemesh.engine.experts.ExpertTransport;
+import io.moemesh.enginehost.experts.GrpcExpertTransport;
+import io.moemesh.enginehost.experts.PlacementWatcher;
 import io.moemesh.model.ExpertWeights;
 import io.moemesh.model.ModelConfig;
 import io.moemesh.model.ModelConfigReader;
@@ -17,7 +19,6 @@ import io.quarkus.runtime.ShutdownEvent;
 import io.quarkus.runtime.StartupEvent;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.event.Observes;
-import jakarta.enterprise.inject.Instance;
 import jakarta.inject.Inject;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicReference;
@@ -36,7 +37,6 @@ public class EngineHost {
   private final AtomicReference<LoadedEngine> loaded = new AtomicReference<>();
   private final AtomicReference<String> failure = new AtomicReference<>();
   @Inject KvConnector connector;
-  @Inject Instance<ExpertTransportFactory> transports;
   private volatile ExpertTransport transport; // the links to expert services, when the experts are remote
   private volatile DispatchingExperts dispatching; // the MoE layers' experts, when they are remote
 
@@ -64,12 +64,11 @@ public class EngineHost {
    * else the shards' starting one (checked by the transport).
    */
   private LoadedEngine openWithRemoteExperts(EngineSettings settings, ExpertsSettings experts) {
-    if (!transports.isResolvable()) throw new IllegalStateException("moemesh.experts.routed=remote but this service has no expert transport");
     ModelConfig model = ModelConfigReader.read(settings.modelDir().resolve("config.json"));
-    ExpertTransport transport = transports.get().connect(experts, model, settings.precision());
+    ExpertTransport transport = GrpcExpertTransport.connect(experts, settings.precision());
     this.transport = transport;
     try {
-      Placement placement = transports.get().activePlacement(experts, model)
+      Placement placement = PlacementWatcher.active(experts, model)
           .orElseGet(() -> ExpertWeights.initialPlacement(model, experts.shards().size(), experts.redundantSlots()));
       return LoadedEngine.open(settings, connector, experts.sharedRemote() ? ExpertSelection.NONE : ExpertSelection.SHARED_ONLY,
           m -> dispatching = new DispatchingExperts(transport, placement, experts.sharedRemote() ? null : m.localExperts(),

@@ -1,5 +1,6 @@
 package io.moemesh.prefill;
 
+import io.moemesh.enginehost.ProtoMapping;
 import io.grpc.Status;
 import io.moemesh.engine.GenerationRequest;
 import io.moemesh.engine.KvHandoff;

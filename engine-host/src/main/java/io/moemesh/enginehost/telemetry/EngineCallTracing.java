@@ -9,11 +9,15 @@ import io.grpc.ServerCallHandler;
 import io.grpc.ServerInterceptor;
 import io.grpc.Status;
 import io.moemesh.enginehost.EngineHost;
+import io.moemesh.proto.common.v1.FinishReason;
+import io.moemesh.proto.common.v1.SamplingParams;
+import io.moemesh.proto.common.v1.Usage;
 import io.opentelemetry.api.trace.Span;
 import io.opentelemetry.api.trace.StatusCode;
 import io.opentelemetry.api.trace.Tracer;
 import io.opentelemetry.context.Context;
 import io.opentelemetry.context.Scope;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -50,6 +54,25 @@ public abstract class EngineCallTracing<Q, R> implements ServerInterceptor {
 
   /** Sets the attributes of the call's last response (finish reason, usage). */
   protected abstract void responseAttributes(R last, Span span);
+
+  /** The attributes both engine RPCs share: request id, sampling and prompt length. */
+  protected static void requestAttributes(String requestId, SamplingParams sampling, int promptTokens, Span span) {
+    span.setAttribute(GenAiAttributes.RESPONSE_ID, requestId);
+    span.setAttribute(GenAiAttributes.REQUEST_TEMPERATURE, sampling.getTemperature());
+    if (sampling.getTopP() != 0) span.setAttribute(GenAiAttributes.REQUEST_TOP_P, sampling.getTopP()); // proto3 0 = unset
+    if (sampling.hasSeed()) span.setAttribute(GenAiAttributes.REQUEST_SEED, sampling.getSeed());
+    span.setAttribute(GenAiAttributes.USAGE_INPUT_TOKENS, (long) promptTokens);
+  }
+
+  /** The usage and finish reason of a last response, each if it has one. */
+  protected static void outcomeAttributes(Usage usage, FinishReason finish, Span span) {
+    if (usage != null) {
+      span.setAttribute(GenAiAttributes.USAGE_INPUT_TOKENS, (long) usage.getPromptTokens());
+      span.setAttribute(GenAiAttributes.USAGE_OUTPUT_TOKENS, (long) usage.getCompletionTokens());
+    }
+    if (finish != FinishReason.FINISH_REASON_UNSPECIFIED)
+      span.setAttribute(GenAiAttributes.RESPONSE_FINISH_REASONS, List.of(GenAiAttributes.finishReason(finish)));
+  }
 
   @Override
   public <A, B> ServerCall.Listener<A> interceptCall(ServerCall<A, B> call, Metadata headers,

@@ -1,4 +1,4 @@
-package io.moemesh.decode;
+package io.moemesh.enginehost.experts;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;

@@ -1,4 +1,4 @@
-package io.moemesh.decode;
+package io.moemesh.enginehost.experts;
 
 import com.google.protobuf.ByteString;
 import io.grpc.ManagedChannel;
@@ -8,14 +8,11 @@ import io.grpc.StatusRuntimeException;
 import io.grpc.stub.StreamObserver;
 import io.moemesh.engine.experts.ExpertOutputs;
 import io.moemesh.engine.experts.ExpertTransport;
-import io.moemesh.enginehost.ExpertTransportFactory;
 import io.moemesh.enginehost.ExpertsSettings;
 import io.moemesh.kernels.DType;
 import io.moemesh.kernels.Tensor;
-import io.moemesh.model.ModelConfig;
 import io.moemesh.model.Precision;
 import io.moemesh.model.moe.ExpertDispatch;
-import io.moemesh.model.moe.Placement;
 import io.moemesh.proto.expert.v1.CombineFrame;
 import io.moemesh.proto.expert.v1.DispatchFrame;
 import io.moemesh.proto.expert.v1.ExpertRole;
@@ -23,13 +20,11 @@ import io.moemesh.proto.expert.v1.ExpertServiceInfo;
 import io.moemesh.proto.expert.v1.ExpertsGrpc;
 import io.moemesh.proto.expert.v1.InfoRequest;
 import io.moemesh.proto.expert.v1.SharedFrame;
-import jakarta.enterprise.context.ApplicationScoped;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.time.Duration;
 import java.util.Locale;
 import java.util.Map;
-import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
@@ -43,7 +38,7 @@ import org.jboss.logging.Logger;
  * frames in flight with the service's address and status (the step that needed them fails; the next one
  * reopens the stream).
  */
-final class GrpcExpertTransport implements ExpertTransport {
+public final class GrpcExpertTransport implements ExpertTransport {
   private static final Logger LOG = Logger.getLogger(GrpcExpertTransport.class);
   private static final int MAX_FRAME = 256 << 20;
   private final Link<DispatchFrame>[] shards;
@@ -59,29 +54,23 @@ final class GrpcExpertTransport implements ExpertTransport {
         .orElse(null);
   }
 
-  /** The factory engine-host calls when {@code moemesh.experts.routed=remote}. */
-  @ApplicationScoped
-  static class Factory implements ExpertTransportFactory {
-    @Override
-    public ExpertTransport connect(ExpertsSettings settings, ModelConfig model, Precision precision) {
-      var transport = new GrpcExpertTransport(settings);
-      try {
-        transport.awaitAgreement(settings, model, precision, Duration.ofMinutes(10));
-        return transport;
-      } catch (RuntimeException e) {
-        transport.close();
-        throw e;
-      }
-    }
-
-    @Override
-    public Optional<Placement> activePlacement(ExpertsSettings settings, ModelConfig model) {
-      return PlacementWatcher.active(settings, model);
+  /**
+   * Opens the links to the expert services and blocks until every one answers and agrees with this engine's
+   * model, precision and shard layout (they may still be loading their experts).
+   */
+  public static ExpertTransport connect(ExpertsSettings settings, Precision precision) {
+    var transport = new GrpcExpertTransport(settings);
+    try {
+      transport.awaitAgreement(precision, Duration.ofMinutes(10));
+      return transport;
+    } catch (RuntimeException e) {
+      transport.close();
+      throw e;
     }
   }
 
   /** Waits until every service answers Info (they may still be loading) and checks it serves what this engine expects. */
-  private void awaitAgreement(ExpertsSettings settings, ModelConfig model, Precision precision, Duration patience) {
+  private void awaitAgreement(Precision precision, Duration patience) {
     long deadline = System.nanoTime() + patience.toNanos();
     for (int s = 0; s < shards.length; s++) {
       ExpertServiceInfo info = info(shards[s], deadline);

@@ -1,4 +1,4 @@
-package io.moemesh.decode;
+package io.moemesh.enginehost;
 
 import io.moemesh.engine.EngineStats;
 import io.moemesh.engine.RequestStatus;
@@ -13,10 +13,10 @@ import java.util.List;
 import java.util.Optional;
 
 /** Wire messages to engine values and back; bad values become IllegalArgumentException with the wire name. */
-final class ProtoMapping {
+public final class ProtoMapping {
   private ProtoMapping() {}
 
-  static SamplingParams sampling(io.moemesh.proto.common.v1.SamplingParams p) {
+  public static SamplingParams sampling(io.moemesh.proto.common.v1.SamplingParams p) {
     var b = SamplingParams.greedy().toBuilder()
         .temperature(p.getTemperature())
         .topP(p.getTopP() == 0 ? 1.0 : p.getTopP()) // proto3 default 0 = unset
@@ -32,7 +32,7 @@ final class ProtoMapping {
     return b.build();
   }
 
-  static SampledToken token(io.moemesh.proto.common.v1.SampledToken t) {
+  public static SampledToken token(io.moemesh.proto.common.v1.SampledToken t) {
     Optional<SampledToken.Logprobs> logprobs = t.hasLogprob()
         ? Optional.of(new SampledToken.Logprobs(t.getLogprob(),
             t.getTopLogprobsList().stream().map(l -> new SampledToken.TokenLogprob(l.getTokenId(), l.getLogprob())).toList()))
@@ -40,7 +40,7 @@ final class ProtoMapping {
     return new SampledToken(t.getTokenId(), logprobs);
   }
 
-  static io.moemesh.proto.common.v1.SampledToken token(SampledToken t) {
+  public static io.moemesh.proto.common.v1.SampledToken token(SampledToken t) {
     var b = io.moemesh.proto.common.v1.SampledToken.newBuilder().setTokenId(t.tokenId());
     t.logprobs().ifPresent(l -> {
       b.setLogprob(l.logprob());
@@ -49,11 +49,11 @@ final class ProtoMapping {
     return b.build();
   }
 
-  static List<io.moemesh.proto.common.v1.SampledToken> tokens(List<SampledToken> tokens) {
+  public static List<io.moemesh.proto.common.v1.SampledToken> tokens(List<SampledToken> tokens) {
     return tokens.stream().map(ProtoMapping::token).toList();
   }
 
-  static FinishReason finishReason(RequestStatus s) {
+  public static FinishReason finishReason(RequestStatus s) {
     return switch (s) {
       case FINISHED_STOPPED -> FinishReason.FINISH_REASON_STOP;
       case FINISHED_LENGTH -> FinishReason.FINISH_REASON_LENGTH;
@@ -63,12 +63,12 @@ final class ProtoMapping {
     };
   }
 
-  static io.moemesh.proto.common.v1.Usage usage(Usage u) {
+  public static io.moemesh.proto.common.v1.Usage usage(Usage u) {
     return io.moemesh.proto.common.v1.Usage.newBuilder().setPromptTokens(u.promptTokens())
         .setCompletionTokens(u.completionTokens()).setCachedPromptTokens(u.cachedPromptTokens()).build();
   }
 
-  static LoadReport loadReport(EngineStats s, int maxModelLen) {
+  public static LoadReport loadReport(EngineStats s, int maxModelLen) {
     return LoadReport.newBuilder().setNumWaiting(s.numWaiting()).setNumRunning(s.numRunning()).setNumLoadingKv(s.numLoadingKv())
         .setQueuedPromptTokens(s.queuedPromptTokens()).setKvCacheUsage(s.kvCache().usage()).setMaxModelLen(maxModelLen).build();
   }

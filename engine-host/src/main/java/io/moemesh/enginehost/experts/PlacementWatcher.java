@@ -1,4 +1,4 @@
-package io.moemesh.decode;
+package io.moemesh.enginehost.experts;
 
 import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
@@ -30,7 +30,7 @@ import org.eclipse.microprofile.config.ConfigProvider;
 import org.jboss.logging.Logger;
 
 /**
- * Keeps this replica on the placement the experts' balancer publishes (routed shard 0's
+ * Keeps this engine (decode or prefill replica) on the placement the experts' balancer publishes (routed shard 0's
  * {@code ExpertServiceInfo.active_placement}): every {@code moemesh.experts.placement-poll} (1s) it asks shard 0,
  * on its own thread, never the engine's, and hands a newer placement to {@link DispatchingExperts}, which switches
  * at the next forward pass. The shards keep the previous placement's experts until the balancer's next change,
@@ -99,7 +99,7 @@ public class PlacementWatcher {
    * Asks routed shard 0 once for the placement its balancer publishes (a replica starting after a rebalance
    * begins with it); empty if it publishes none or does not answer (then the poll catches up).
    */
-  static Optional<Placement> active(ExpertsSettings settings, ModelConfig model) {
+  public static Optional<Placement> active(ExpertsSettings settings, ModelConfig model) {
     ManagedChannel channel = channel(settings.shards().getFirst());
     try {
       ExpertServiceInfo info = ExpertsGrpc.newBlockingStub(channel).withDeadlineAfter(10, TimeUnit.SECONDS).info(InfoRequest.getDefaultInstance());
