@@ -191,6 +191,37 @@ static void dot_u8i8_tile(int32_t *acc, int32_t *wsum, const uint8_t *xu, int64_
     }
 }
 
+/* ---- F32 <-> BF16 ----
+ * mk_f32_to_bf16 in integer lanes, not VCVTNEPS2BF16: that instruction flushes subnormal inputs to zero (and is
+ * missing on MK_ISA_AVX512_NO_BF16), the scalar twin rounds them. */
+INLINE __m256i f32_to_bf16_16(__m512i bits) {
+  const __m512i magnitude = _mm512_set1_epi32(0x7FFFFFFF), inf = _mm512_set1_epi32(0x7F800000);
+  __m512i high = _mm512_srli_epi32(bits, 16);
+  __m512i lsb = _mm512_and_si512(high, _mm512_set1_epi32(1));
+  __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(bits, _mm512_set1_epi32(0x7FFF)), lsb), 16);
+  __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(bits, magnitude), inf);
+  rounded = _mm512_mask_or_epi32(rounded, nan, high, _mm512_set1_epi32(0x0040)); /* quiet NaN, sign kept */
+  return _mm512_cvtepi32_epi16(rounded);
+}
+
+static void f32_to_bf16(uint16_t *out, const float *in, int64_t n) {
+  int64_t j = 0;
+  for (; j + 32 <= n; j += 32) {
+    __m256i lo = f32_to_bf16_16(_mm512_loadu_si512(in + j)), hi = f32_to_bf16_16(_mm512_loadu_si512(in + j + 16));
+    _mm512_storeu_si512(out + j, _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
+  }
+  for (; j < n; j += 16) {
+    __mmask16 m = mask16(n - j);
+    _mm256_mask_storeu_epi16(out + j, m, f32_to_bf16_16(_mm512_maskz_loadu_epi32(m, in + j)));
+  }
+}
+
+static void bf16_to_f32(float *out, const uint16_t *in, int64_t n) {
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) _mm512_storeu_ps(out + j, load_bf16((__mmask16)0xFFFF, in + j));
+  if (j < n) _mm512_mask_storeu_ps(out + j, mask16(n - j), load_bf16(mask16(n - j), in + j));
+}
+
 /* ---- per-row INT8 quantization ---- */
 INLINE __m512 load_row(__mmask16 m, const void *x, int32_t x_bf16, int64_t j) {
   return x_bf16 ? load_bf16(m, (const uint16_t *)x + j) : _mm512_maskz_loadu_ps(m, (const float *)x + j);
@@ -330,6 +361,8 @@ const mk_isa mk_isa_avx512 = {
     .prepare_x_bf16 = prepare_x_bf16,
     .dot_u8i8_tile = dot_u8i8_tile,
     .gemm_u8i8_4x6 = gemm_u8i8_4x6,
+    .f32_to_bf16 = f32_to_bf16,
+    .bf16_to_f32 = bf16_to_f32,
     .quantize_row = quantize_row,
     .sum_squares = sum_squares,
     .scale_mul = scale_mul,

@@ -57,6 +57,9 @@ typedef struct mk_isa {
    * null and receives the 24 totals (row-major, MK_I8_NR per row) instead. */
   void (*gemm_u8i8_4x6)(int32_t *lanes, int init, int32_t *sums, const uint8_t *xu, int64_t ldx, const int8_t *w,
                         int64_t ldw, int64_t k);
+  /* n values F32 -> BF16, each as mk_f32_to_bf16 (subnormals rounded, not flushed), and BF16 -> F32. */
+  void (*f32_to_bf16)(uint16_t *out, const float *in, int64_t n);
+  void (*bf16_to_f32)(float *out, const uint16_t *in, int64_t n);
   /* One row of quantize_rows; x F32 or BF16. */
   void (*quantize_row)(int8_t *q, float *scale, const void *x, int32_t x_bf16, int64_t k);
   float (*sum_squares)(const float *x, int64_t d);
