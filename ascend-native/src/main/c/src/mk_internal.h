@@ -73,6 +73,11 @@ typedef struct mk_isa {
   void (*mla_scores)(float *s, const float *ql, const float *qr, const float *kv, int64_t count, int64_t width,
                      int64_t rank, float scale);
   void (*mla_accumulate)(float *o, const float *prob, const float *kv, int64_t count, int64_t width, int64_t rank);
+  /* MLA decode's softmax weights of one block: s[p] = 2^(s[p] - m) for p < count <= 16 (s[p] - m <= 0 but for
+   * NaN); returns their sum. Portable: exp2f, summed in position order. AVX-512: a polynomial within 1.02 ulp of
+   * exact on [-126, 0] and +0 below (no subnormal weights, as scale_down_pow2 in mla.c), summed by a fixed tree.
+   * Lane by lane: a position's weight never depends on count or on its neighbours. */
+  float (*exp2_sum)(float *s, int64_t count, float m);
   /* Optional (NULL: the F32 pair above, on rows converted to F32): MLA decode straight on BF16 latent rows
    * rows[p] (c_kv ‖ k_pe, width = rank + rope), for hn <= 4 heads at once, count <= 16 rows. Scores
    * s[h*lds + p] = (q_h · rows[p]) · scale, q BF16 rows of width (q_latent ‖ q_rope), every product exact,

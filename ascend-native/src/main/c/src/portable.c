@@ -109,6 +109,15 @@ static void mla_accumulate(float *o, const float *prob, const float *kv, int64_t
   for (int64_t p = 0; p < count; p++) axpy(o, prob[p], kv + p * width, rank);
 }
 
+static float exp2_sum(float *s, int64_t count, float m) {
+  float sum = 0;
+  for (int64_t p = 0; p < count; p++) {
+    s[p] = exp2f(s[p] - m);
+    sum += s[p];
+  }
+  return sum;
+}
+
 static double int8_peak_loop(int64_t iterations) {
   /* Eight independent chains of 4-wide byte dot products, as a scalar machine would run them. */
   volatile int32_t seed = 3;
@@ -134,5 +143,6 @@ const mk_isa mk_isa_portable = {
     .dot_f32 = dot_f32,
     .mla_scores = mla_scores,
     .mla_accumulate = mla_accumulate,
+    .exp2_sum = exp2_sum,
     .int8_peak_loop = int8_peak_loop,
 };
