@@ -35,6 +35,7 @@ float mk_fp8_e4m3_to_f32(uint8_t b);
 
 /* ---- the row kernels of one instruction set; every public op is a loop over these ---- */
 #define MK_I8_NR 6 /* weight rows per INT8 tile: 4 x 6 accumulators fill AVX-512's 32 registers */
+#define MK_I8_ROWS 8 /* activation rows per pass over one weight row */
 
 typedef struct mk_isa {
   int32_t id;
@@ -47,16 +48,16 @@ typedef struct mk_isa {
                            int64_t mr, int64_t nr, int64_t k);
   /* When not null: the layout matmul_tile wants x in for BF16 weights (xp and x both length k). */
   void (*prepare_x_bf16)(float *xp, const float *x, int64_t k);
-  /* acc[t*MK_I8_NR + o] = Σ xu[t][j] * w[o][j] with xu = x + 128 as unsigned bytes; mr <= 4 (0: sums only),
-   * nr <= MK_I8_NR. When wsum is not null it also gets wsum[o] = Σ w[o][j] (fused, so a GEMV reads its
-   * weights once). */
+  /* acc[t*MK_I8_NR + o] = Σ xu[t][j] * w[o][j] with xu = x + 128 as unsigned bytes; mr <= MK_I8_ROWS (0: sums
+   * only), nr <= MK_I8_NR. When wsum is not null it also gets wsum[o] = Σ w[o][j] (fused where it can be, so a
+   * GEMV or a few rows read each weight row once). */
   void (*dot_u8i8_tile)(int32_t *acc, int32_t *wsum, const uint8_t *xu, int64_t ldx, const int8_t *w, int64_t ldw,
                         int64_t mr, int64_t nr, int64_t k);
-  /* Optional GEMM microkernel over one block of k: 4 x MK_I8_NR dot products carried between blocks as 16
-   * int32 lanes each in `lanes` (64-byte aligned; started at zero when `init`); on the last block `sums` is not
-   * null and receives the 24 totals (row-major, MK_I8_NR per row) instead. */
-  void (*gemm_u8i8_4x6)(int32_t *lanes, int init, int32_t *sums, const uint8_t *xu, int64_t ldx, const int8_t *w,
-                        int64_t ldw, int64_t k);
+  /* Optional GEMM microkernel over one block of k: mr (1 to 4) x MK_I8_NR dot products carried between blocks as
+   * 16 int32 lanes each in `lanes` (64-byte aligned, 4 x MK_I8_NR slots; started at zero when `init`); on the last
+   * block `sums` is not null and receives the totals (row-major, MK_I8_NR per row) instead. */
+  void (*gemm_u8i8_tile)(int32_t *lanes, int init, int32_t *sums, const uint8_t *xu, int64_t ldx, const int8_t *w,
+                         int64_t ldw, int64_t k, int64_t mr);
   /* n values F32 -> BF16, each as mk_f32_to_bf16 (subnormals rounded, not flushed), and BF16 -> F32. */
   void (*f32_to_bf16)(uint16_t *out, const float *in, int64_t n);
   void (*bf16_to_f32)(float *out, const uint16_t *in, int64_t n);
