@@ -101,6 +101,12 @@ void mk_avx512_mla_scores_bf16(float *s, int64_t lds, const uint16_t *q, int64_t
                                const uint16_t *const *rows, int64_t count, int64_t width, float scale);
 void mk_avx512_mla_accumulate_bf16(float *o, int64_t ldo, const float *prob, int64_t ldp, int64_t hn,
                                    const uint16_t *const *rows, int64_t count, int64_t rank);
+/* VPDPBUSD tiles (avx512_int8.c): mk_isa_avx512's dot_u8i8_tile, gemm_u8i8_tile and int8_peak_loop. */
+void mk_avx512_dot_u8i8_tile(int32_t *acc, int32_t *wsum, const uint8_t *xu, int64_t ldx, const int8_t *w, int64_t ldw,
+                             int64_t mr, int64_t nr, int64_t k);
+void mk_avx512_gemm_u8i8_tile(int32_t *lanes, int init, int32_t *sums, const uint8_t *xu, int64_t ldx, const int8_t *w,
+                              int64_t ldw, int64_t k, int64_t mr);
+double mk_avx512_int8_peak_loop(int64_t iterations);
 #endif
 
 struct mk_pool;
