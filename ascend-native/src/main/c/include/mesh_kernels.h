@@ -141,7 +141,8 @@ int32_t mk_gather_quantize(mk_context *ctx, int8_t *q, int64_t ldq, float *scale
 int32_t mk_scatter_add(mk_context *ctx, float *out, int64_t ldo, int64_t n, const float *y, int64_t ldy,
                        const int32_t *rows, const float *weights, int64_t r, int64_t d);
 
-/* out(n,d) of out_dtype = in(n,d) of in_dtype; F32 <-> BF16 (round to nearest even). */
+/* out(n,d) of out_dtype = in(n,d) of in_dtype; F32 <-> BF16: round to nearest even, subnormals rounded (not
+ * flushed), a NaN keeps its sign and upper payload and is made quiet. */
 int32_t mk_convert(mk_context *ctx, void *out, int32_t out_dtype, int64_t ldo, const void *in, int32_t in_dtype,
                    int64_t ldi, int64_t n, int64_t d);
 

@@ -1,5 +1,5 @@
-/* AVX-512 row kernels (F, BW, VL, DQ, VNNI), chosen at run time when the CPU has them; the BF16 x BF16
- * matmul tiles (AVX512-BF16) are in avx512_bf16.c.
+/* AVX-512 row kernels (F, BW, VL, DQ, VNNI), chosen at run time when the CPU has them; the INT8 tiles are in
+ * avx512_int8.c, the BF16 x BF16 matmul tiles (AVX512-BF16) in avx512_bf16.c.
  *
  * Reduction order is fixed per output element: one 16-lane (or 64-byte) accumulator walked over k in
  * register-sized chunks, the tail loaded under a mask, then one fixed-tree horizontal sum. Tiles of
@@ -13,17 +13,6 @@
 
 INLINE __mmask16 mask16(int64_t remaining) {
   return remaining >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << remaining) - 1);
-}
-
-INLINE __mmask64 mask64(int64_t remaining) {
-  return remaining >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << remaining) - 1);
-}
-
-/* acc += u8 · s8, four products per 32-bit lane. Inline assembly because GCC 12 wraps the intrinsic in two
- * register moves per instruction (it does not tie the accumulator), which halved the GEMM's speed. */
-INLINE __m512i dpbusd(__m512i acc, __m512i u8, __m512i s8) {
-  __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u8), "vm"(s8));
-  return acc;
 }
 
 INLINE __m512 load_bf16(__mmask16 m, const uint16_t *p) {
@@ -96,99 +85,35 @@ static void matmul_tile(float *out, int64_t ldo, const float *x, int64_t ldx, co
   }
 }
 
-/* ---- u8 x i8 dot tile (VPDPBUSD) ----
- * GEMM tiles are 4 activation rows x 6 weight rows: per 64-byte step 4 + 6 loads feed 24 VPDPBUSD. A GEMV
- * (one activation row) also sums its weight rows in the same pass (the +128 correction), so weights are read
- * once; a GEMM tile gets its sums from a separate sums-only pass (MR = 0) to keep 24 accumulators in registers. */
-INLINE void tile_u8i8(int32_t *acc_out, int32_t *wsum, const uint8_t *xu, int64_t ldx, const int8_t *w, int64_t ldw,
-                      const int MR, const int NR, int64_t k) {
-  __m512i acc[4][MK_I8_NR], sum[MK_I8_NR];
-  const __m512i ones = _mm512_set1_epi8(1);
-  for (int o = 0; o < NR; o++) {
-    sum[o] = _mm512_setzero_si512();
-    for (int t = 0; t < MR; t++) acc[t][o] = _mm512_setzero_si512();
-  }
-#define U8I8_STEP(M)                                                                                         \
-  do {                                                                                                       \
-    __m512i xv[4];                                                                                           \
-    for (int t = 0; t < MR; t++) xv[t] = _mm512_maskz_loadu_epi8(M, xu + t * ldx + j);                       \
-    for (int o = 0; o < NR; o++) {                                                                           \
-      __m512i wv = _mm512_maskz_loadu_epi8(M, w + o * ldw + j);                                              \
-      if (wsum != NULL) sum[o] = dpbusd(sum[o], ones, wv);                                      \
-      for (int t = 0; t < MR; t++) acc[t][o] = dpbusd(acc[t][o], xv[t], wv);                    \
-    }                                                                                                        \
-  } while (0)
-  int64_t j = 0;
-  for (; j + 64 <= k; j += 64) U8I8_STEP(~(__mmask64)0);
-  if (j < k) U8I8_STEP(mask64(k - j));
-#undef U8I8_STEP
-  for (int t = 0; t < MR; t++)
-    for (int o = 0; o < NR; o++) acc_out[t * MK_I8_NR + o] = _mm512_reduce_add_epi32(acc[t][o]);
-  if (wsum != NULL)
-    for (int o = 0; o < NR; o++) wsum[o] = _mm512_reduce_add_epi32(sum[o]);
+/* ---- F32 <-> BF16 ----
+ * mk_f32_to_bf16 in integer lanes, not VCVTNEPS2BF16: that instruction flushes subnormal inputs to zero (and is
+ * missing on MK_ISA_AVX512_NO_BF16), the scalar twin rounds them. */
+INLINE __m256i f32_to_bf16_16(__m512i bits) {
+  const __m512i magnitude = _mm512_set1_epi32(0x7FFFFFFF), inf = _mm512_set1_epi32(0x7F800000);
+  __m512i high = _mm512_srli_epi32(bits, 16);
+  __m512i lsb = _mm512_and_si512(high, _mm512_set1_epi32(1));
+  __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(bits, _mm512_set1_epi32(0x7FFF)), lsb), 16);
+  __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(bits, magnitude), inf);
+  rounded = _mm512_mask_or_epi32(rounded, nan, high, _mm512_set1_epi32(0x0040)); /* quiet NaN, sign kept */
+  return _mm512_cvtepi32_epi16(rounded);
 }
 
-/* The GEMM microkernel, 4 activation rows x 6 weight rows, with 24 named accumulators (GCC shuffles an array of
- * them through spare registers). It runs over one block of k and keeps its accumulators in `lanes`
- * (24 x 16 int32), so the caller can walk k in blocks that keep a weight tile in L1 across activation tiles. */
-static void gemm_u8i8_4x6(int32_t *lanes, int init, int32_t *sums, const uint8_t *xu, int64_t ldx, const int8_t *w,
-                          int64_t ldw, int64_t k) {
-  __m512i *acc = (__m512i *)lanes;
-#define Z(t, o) __m512i c##t##o = init ? _mm512_setzero_si512() : _mm512_load_si512(acc + t * MK_I8_NR + o);
-#define ROW(t) Z(t, 0) Z(t, 1) Z(t, 2) Z(t, 3) Z(t, 4) Z(t, 5)
-  ROW(0) ROW(1) ROW(2) ROW(3)
-#undef ROW
-#undef Z
-#define DOT(o)                                                                                               \
-  do {                                                                                                       \
-    __m512i wv = _mm512_maskz_loadu_epi8(m, w + o * ldw + j);                                                \
-    c0##o = dpbusd(c0##o, x0, wv);                                                                           \
-    c1##o = dpbusd(c1##o, x1, wv);                                                                           \
-    c2##o = dpbusd(c2##o, x2, wv);                                                                           \
-    c3##o = dpbusd(c3##o, x3, wv);                                                                           \
-  } while (0)
-#define STEP(M)                                                                                              \
-  do {                                                                                                       \
-    __mmask64 m = (M);                                                                                       \
-    __m512i x0 = _mm512_maskz_loadu_epi8(m, xu + j), x1 = _mm512_maskz_loadu_epi8(m, xu + ldx + j);          \
-    __m512i x2 = _mm512_maskz_loadu_epi8(m, xu + 2 * ldx + j), x3 = _mm512_maskz_loadu_epi8(m, xu + 3 * ldx + j); \
-    DOT(0); DOT(1); DOT(2); DOT(3); DOT(4); DOT(5);                                                          \
-  } while (0)
+static void f32_to_bf16(uint16_t *out, const float *in, int64_t n) {
   int64_t j = 0;
-  for (; j + 64 <= k; j += 64) STEP(~(__mmask64)0);
-  if (j < k) STEP(mask64(k - j));
-#undef STEP
-#undef DOT
-#define ST(t, o)                                                                                             \
-  if (sums != NULL) sums[t * MK_I8_NR + o] = _mm512_reduce_add_epi32(c##t##o);                               \
-  else _mm512_store_si512(acc + t * MK_I8_NR + o, c##t##o);
-#define ROW(t) ST(t, 0) ST(t, 1) ST(t, 2) ST(t, 3) ST(t, 4) ST(t, 5)
-  ROW(0) ROW(1) ROW(2) ROW(3)
-#undef ROW
-#undef ST
+  for (; j + 32 <= n; j += 32) {
+    __m256i lo = f32_to_bf16_16(_mm512_loadu_si512(in + j)), hi = f32_to_bf16_16(_mm512_loadu_si512(in + j + 16));
+    _mm512_storeu_si512(out + j, _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
+  }
+  for (; j < n; j += 16) {
+    __mmask16 m = mask16(n - j);
+    _mm256_mask_storeu_epi16(out + j, m, f32_to_bf16_16(_mm512_maskz_loadu_epi32(m, in + j)));
+  }
 }
 
-static void dot_u8i8_tile(int32_t *acc, int32_t *wsum, const uint8_t *xu, int64_t ldx, const int8_t *w, int64_t ldw,
-                          int64_t mr, int64_t nr, int64_t k) {
-  if (nr == 1 && mr <= 1) { /* GEMV: one weight row, its sum fused into the same pass */
-    if (mr == 1) tile_u8i8(acc, wsum, xu, ldx, w, ldw, 1, 1, k);
-    else tile_u8i8(acc, wsum, xu, ldx, w, ldw, 0, 1, k);
-    return;
-  }
-  if (wsum != NULL) {
-    if (nr == MK_I8_NR) tile_u8i8(NULL, wsum, xu, ldx, w, ldw, 0, MK_I8_NR, k);
-    else for (int64_t o = 0; o < nr; o++) tile_u8i8(NULL, wsum + o, xu, ldx, w + o * ldw, ldw, 0, 1, k);
-  }
-  if (mr == 4 && nr == MK_I8_NR) {
-    gemm_u8i8_4x6(NULL, 1, acc, xu, ldx, w, ldw, k);
-    return;
-  }
-  for (int64_t o = 0; o < nr; o++)
-    for (int64_t t = 0; t < mr; t++) {
-      int32_t one[MK_I8_NR];
-      tile_u8i8(one, NULL, xu + t * ldx, ldx, w + o * ldw, ldw, 1, 1, k);
-      acc[t * MK_I8_NR + o] = one[0];
-    }
+static void bf16_to_f32(float *out, const uint16_t *in, int64_t n) {
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) _mm512_storeu_ps(out + j, load_bf16((__mmask16)0xFFFF, in + j));
+  if (j < n) _mm512_mask_storeu_ps(out + j, mask16(n - j), load_bf16(mask16(n - j), in + j));
 }
 
 /* ---- per-row INT8 quantization ---- */
@@ -307,20 +232,29 @@ static void mla_accumulate(float *o, const float *prob, const float *kv, int64_t
   }
 }
 
-/* Twelve independent VPDPBUSD chains in registers: 12 · 64 multiply-adds = 1536 INT8 ops per iteration. */
-static double int8_peak_loop(int64_t iterations) {
-  __m512i acc[12];
-  __m512i a = _mm512_set1_epi8(3), b = _mm512_set1_epi8(-2);
-  for (int c = 0; c < 12; c++) acc[c] = _mm512_set1_epi32(c);
-  for (int64_t i = 0; i < iterations; i++) {
-    for (int c = 0; c < 12; c++) acc[c] = dpbusd(acc[c], a, b);
-    __asm__ volatile("" : "+v"(a), "+v"(b));
-  }
-  __m512i total = acc[0];
-  for (int c = 1; c < 12; c++) total = _mm512_add_epi32(total, acc[c]);
-  volatile int32_t sink = _mm512_reduce_add_epi32(total);
-  (void)sink;
-  return (double)iterations * 12 * 64 * 2;
+/* 2^x: x = n + f with n an integer and f in [-1/2, 1/2], 2^f by a degree-6 minimax polynomial (relative error
+ * 2.6e-9 before rounding; within 1.02 ulp of exact over every float in [-126, 0]), scaled by 2^n with scalef
+ * (exact, overflows to infinity). Below -126 the result would be subnormal: +0 instead. NaN stays NaN. */
+INLINE __m512 exp2_ps(__m512 x) {
+  x = _mm512_min_ps(_mm512_set1_ps(128.0f), x); /* VMINPS returns its second operand for NaN: x */
+  __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 f = _mm512_sub_ps(x, n);
+  __m512 p = _mm512_set1_ps(1.5594678161326619e-04f);
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3406643902351759e-03f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.6176929729930623e-03f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5503105510137972e-02f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022652782887737e-01f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9314721496802790e-01f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+  __mmask16 tiny = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-126.0f), _CMP_LT_OQ); /* also -inf, whose f is NaN */
+  return _mm512_mask_mov_ps(_mm512_scalef_ps(p, n), tiny, _mm512_setzero_ps());
+}
+
+static float exp2_sum(float *s, int64_t count, float m) {
+  __mmask16 k = mask16(count);
+  __m512 w = exp2_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, s), _mm512_set1_ps(m)));
+  _mm512_mask_storeu_ps(s, k, w);
+  return _mm512_reduce_add_ps(_mm512_maskz_mov_ps(k, w));
 }
 
 const mk_isa mk_isa_avx512 = {
@@ -328,8 +262,10 @@ const mk_isa mk_isa_avx512 = {
     .matmul_tile = matmul_tile,
     .matmul_bf16_tile = mk_avx512_matmul_bf16_tile,
     .prepare_x_bf16 = prepare_x_bf16,
-    .dot_u8i8_tile = dot_u8i8_tile,
-    .gemm_u8i8_4x6 = gemm_u8i8_4x6,
+    .dot_u8i8_tile = mk_avx512_dot_u8i8_tile,
+    .gemm_u8i8_tile = mk_avx512_gemm_u8i8_tile,
+    .f32_to_bf16 = f32_to_bf16,
+    .bf16_to_f32 = bf16_to_f32,
     .quantize_row = quantize_row,
     .sum_squares = sum_squares,
     .scale_mul = scale_mul,
@@ -338,7 +274,8 @@ const mk_isa mk_isa_avx512 = {
     .dot_f32 = dot_f32,
     .mla_scores = mla_scores,
     .mla_accumulate = mla_accumulate,
+    .exp2_sum = exp2_sum,
     .mla_scores_bf16 = mk_avx512_mla_scores_bf16,
     .mla_accumulate_bf16 = mk_avx512_mla_accumulate_bf16,
-    .int8_peak_loop = int8_peak_loop,
+    .int8_peak_loop = mk_avx512_int8_peak_loop,
 };

@@ -35,6 +35,7 @@ float mk_fp8_e4m3_to_f32(uint8_t b);
 
 /* ---- the row kernels of one instruction set; every public op is a loop over these ---- */
 #define MK_I8_NR 6 /* weight rows per INT8 tile: 4 x 6 accumulators fill AVX-512's 32 registers */
+#define MK_I8_ROWS 8 /* activation rows per pass over one weight row */
 
 typedef struct mk_isa {
   int32_t id;
@@ -47,16 +48,19 @@ typedef struct mk_isa {
                            int64_t mr, int64_t nr, int64_t k);
   /* When not null: the layout matmul_tile wants x in for BF16 weights (xp and x both length k). */
   void (*prepare_x_bf16)(float *xp, const float *x, int64_t k);
-  /* acc[t*MK_I8_NR + o] = Σ xu[t][j] * w[o][j] with xu = x + 128 as unsigned bytes; mr <= 4 (0: sums only),
-   * nr <= MK_I8_NR. When wsum is not null it also gets wsum[o] = Σ w[o][j] (fused, so a GEMV reads its
-   * weights once). */
+  /* acc[t*MK_I8_NR + o] = Σ xu[t][j] * w[o][j] with xu = x + 128 as unsigned bytes; mr <= MK_I8_ROWS (0: sums
+   * only), nr <= MK_I8_NR. When wsum is not null it also gets wsum[o] = Σ w[o][j] (fused where it can be, so a
+   * GEMV or a few rows read each weight row once). */
   void (*dot_u8i8_tile)(int32_t *acc, int32_t *wsum, const uint8_t *xu, int64_t ldx, const int8_t *w, int64_t ldw,
                         int64_t mr, int64_t nr, int64_t k);
-  /* Optional GEMM microkernel over one block of k: 4 x MK_I8_NR dot products carried between blocks as 16
-   * int32 lanes each in `lanes` (64-byte aligned; started at zero when `init`); on the last block `sums` is not
-   * null and receives the 24 totals (row-major, MK_I8_NR per row) instead. */
-  void (*gemm_u8i8_4x6)(int32_t *lanes, int init, int32_t *sums, const uint8_t *xu, int64_t ldx, const int8_t *w,
-                        int64_t ldw, int64_t k);
+  /* Optional GEMM microkernel over one block of k: mr (1 to 4) x MK_I8_NR dot products carried between blocks as
+   * 16 int32 lanes each in `lanes` (64-byte aligned, 4 x MK_I8_NR slots; started at zero when `init`); on the last
+   * block `sums` is not null and receives the totals (row-major, MK_I8_NR per row) instead. */
+  void (*gemm_u8i8_tile)(int32_t *lanes, int init, int32_t *sums, const uint8_t *xu, int64_t ldx, const int8_t *w,
+                         int64_t ldw, int64_t k, int64_t mr);
+  /* n values F32 -> BF16, each as mk_f32_to_bf16 (subnormals rounded, not flushed), and BF16 -> F32. */
+  void (*f32_to_bf16)(uint16_t *out, const float *in, int64_t n);
+  void (*bf16_to_f32)(float *out, const uint16_t *in, int64_t n);
   /* One row of quantize_rows; x F32 or BF16. */
   void (*quantize_row)(int8_t *q, float *scale, const void *x, int32_t x_bf16, int64_t k);
   float (*sum_squares)(const float *x, int64_t d);
@@ -70,6 +74,11 @@ typedef struct mk_isa {
   void (*mla_scores)(float *s, const float *ql, const float *qr, const float *kv, int64_t count, int64_t width,
                      int64_t rank, float scale);
   void (*mla_accumulate)(float *o, const float *prob, const float *kv, int64_t count, int64_t width, int64_t rank);
+  /* MLA decode's softmax weights of one block: s[p] = 2^(s[p] - m) for p < count <= 16 (s[p] - m <= 0 but for
+   * NaN); returns their sum. Portable: exp2f, summed in position order. AVX-512: a polynomial within 1.02 ulp of
+   * exact on [-126, 0] and +0 below (no subnormal weights, as scale_down_pow2 in mla.c), summed by a fixed tree.
+   * Lane by lane: a position's weight never depends on count or on its neighbours. */
+  float (*exp2_sum)(float *s, int64_t count, float m);
   /* Optional (NULL: the F32 pair above, on rows converted to F32): MLA decode straight on BF16 latent rows
    * rows[p] (c_kv ‖ k_pe, width = rank + rope), for hn <= 4 heads at once, count <= 16 rows. Scores
    * s[h*lds + p] = (q_h · rows[p]) · scale, q BF16 rows of width (q_latent ‖ q_rope), every product exact,
@@ -92,6 +101,12 @@ void mk_avx512_mla_scores_bf16(float *s, int64_t lds, const uint16_t *q, int64_t
                                const uint16_t *const *rows, int64_t count, int64_t width, float scale);
 void mk_avx512_mla_accumulate_bf16(float *o, int64_t ldo, const float *prob, int64_t ldp, int64_t hn,
                                    const uint16_t *const *rows, int64_t count, int64_t rank);
+/* VPDPBUSD tiles (avx512_int8.c): mk_isa_avx512's dot_u8i8_tile, gemm_u8i8_tile and int8_peak_loop. */
+void mk_avx512_dot_u8i8_tile(int32_t *acc, int32_t *wsum, const uint8_t *xu, int64_t ldx, const int8_t *w, int64_t ldw,
+                             int64_t mr, int64_t nr, int64_t k);
+void mk_avx512_gemm_u8i8_tile(int32_t *lanes, int init, int32_t *sums, const uint8_t *xu, int64_t ldx, const int8_t *w,
+                              int64_t ldw, int64_t k, int64_t mr);
+double mk_avx512_int8_peak_loop(int64_t iterations);
 #endif
 
 struct mk_pool;

@@ -59,7 +59,7 @@ static const void *kv_row(const mla_job *j, int64_t t, int64_t pos) {
 
 /* AMLA's online softmax over one block's scores s[0:count] of one head (m, l, o its running state): the max
  * moves up to an integer, what was summed is scaled by 2^-Δ, and s becomes the block's weights 2^(s - m). */
-static void online_softmax(int32_t *m, float *l, float *o, float *s, int64_t count, int64_t rank) {
+static void online_softmax(const mk_isa *isa, int32_t *m, float *l, float *o, float *s, int64_t count, int64_t rank) {
   float block_max = -INFINITY;
   for (int64_t p = 0; p < count; p++)
     if (s[p] > block_max) block_max = s[p];
@@ -76,10 +76,7 @@ static void online_softmax(int32_t *m, float *l, float *o, float *s, int64_t cou
     }
     *m = block_m;
   }
-  for (int64_t p = 0; p < count; p++) {
-    s[p] = exp2f(s[p] - (float)*m); /* the weights, ≤ 1 */
-    *l += s[p];
-  }
+  *l += isa->exp2_sum(s, count, (float)*m); /* the weights, <= 1 */
 }
 
 /* Positions [begin, end) of row t for heads [h_begin, h_end), straight on BF16 rows, 4 heads per kernel call. */
@@ -93,7 +90,8 @@ static void mla_block_bf16(const mla_job *j, int64_t t, int64_t h_begin, int64_t
     for (int64_t h0 = h_begin; h0 < h_end; h0 += 4) {
       int64_t hn = h_end - h0 < 4 ? h_end - h0 : 4;
       j->isa->mla_scores_bf16(s, BLOCK, j->q16 + (t * j->heads + h0) * width, width, hn, rows, count, width, j->scale2);
-      for (int64_t h = 0; h < hn; h++) online_softmax(&m[h0 + h], &l[h0 + h], o + (h0 + h) * j->rank, s + h * BLOCK, count, j->rank);
+      for (int64_t h = 0; h < hn; h++)
+        online_softmax(j->isa, &m[h0 + h], &l[h0 + h], o + (h0 + h) * j->rank, s + h * BLOCK, count, j->rank);
       j->isa->mla_accumulate_bf16(o + h0 * j->rank, j->rank, s, BLOCK, hn, rows, count, j->rank);
     }
   }
@@ -125,7 +123,7 @@ static void mla_item(const mla_job *j, int64_t unit, float *kv, float *s) {
     for (int64_t h = h_begin; h < h_end; h++) {
       const float *ql = j->q_latent + (t * j->heads + h) * j->ldq, *qr = j->q_rope + (t * j->heads + h) * j->ldr;
       j->isa->mla_scores(s, ql, qr, kv, count, width, j->rank, j->scale2);
-      online_softmax(&m[h], &l[h], o + h * j->rank, s, count, j->rank);
+      online_softmax(j->isa, &m[h], &l[h], o + h * j->rank, s, count, j->rank);
       j->isa->mla_accumulate(o + h * j->rank, s, kv, count, width, j->rank);
     }
   }

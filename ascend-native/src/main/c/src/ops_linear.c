@@ -10,6 +10,9 @@
 /* Below this many activation rows (decode), weight rows are read one at a time: a single sequential stream
  * is what the hardware prefetcher follows best; interleaving a few rows' streams halved the bandwidth. */
 #define GEMV_ROWS 4
+/* Up to this many activation rows A8W8 takes weight rows one at a time (MK_I8_ROWS activation rows per pass); from
+ * 10 rows on the 6-row GEMM tiles were as fast or faster (measured on 512 x 1024 and 1024 x 512 experts). */
+#define I8_FEW_ROWS 9
 
 /* ---- matmul ---- */
 typedef struct {
@@ -174,22 +177,23 @@ static uint8_t *to_unsigned(const int8_t *xq, int64_t ldx, int64_t n, int64_t k)
 
 #define K_BLOCK 1024 /* bytes of k per pass: a 6-row weight tile block (6 KiB) stays in L1 across activation tiles */
 
-/* Full 4 x 6 tiles of one activation block, k walked in K_BLOCK slices with the accumulators kept in memory. */
-static void matmul_i8_blocked(const matmul_i8_job *j, int64_t t0, int64_t tiles, int64_t o, const int32_t *wsum,
+/* The rows [t0, t_end) of one activation block against 6 weight rows, in tiles of 4 rows and a last one of 1 to 3,
+ * k walked in K_BLOCK slices with the accumulators kept in memory: each weight row is read from memory once. */
+static void matmul_i8_blocked(const matmul_i8_job *j, int64_t t0, int64_t t_end, int64_t o, const int32_t *wsum,
                               int32_t *lanes) {
   int32_t sums[4 * MK_I8_NR];
   for (int64_t kb = 0; kb < j->k; kb += K_BLOCK) {
     int64_t len = j->k - kb < K_BLOCK ? j->k - kb : K_BLOCK;
     int last = kb + len == j->k;
-    for (int64_t tile = 0; tile < tiles; tile++) {
-      j->isa->gemm_u8i8_4x6(lanes + tile * 4 * MK_I8_NR * 16, kb == 0, last ? sums : NULL,
-                            j->xu + (t0 + 4 * tile) * j->k + kb, j->k, j->w + o * j->ldw + kb, j->ldw, len);
+    for (int64_t t = t0; t < t_end; t += 4) {
+      int64_t mr = t_end - t < 4 ? t_end - t : 4;
+      j->isa->gemm_u8i8_tile(lanes + (t - t0) * MK_I8_NR * 16, kb == 0, last ? sums : NULL, j->xu + t * j->k + kb,
+                             j->k, j->w + o * j->ldw + kb, j->ldw, len, mr);
       if (!last) continue;
-      for (int64_t r = 0; r < 4; r++)
+      for (int64_t r = 0; r < mr; r++)
         for (int64_t c = 0; c < MK_I8_NR; c++) {
-          int64_t t = t0 + 4 * tile + r;
           int32_t dot = (int32_t)((uint32_t)sums[r * MK_I8_NR + c] - 128u * (uint32_t)wsum[c]);
-          j->out[t * j->ldo + o + c] = (float)dot * j->xs[t] * j->ws[o + c];
+          j->out[(t + r) * j->ldo + o + c] = (float)dot * j->xs[t + r] * j->ws[o + c];
         }
     }
   }
@@ -197,11 +201,15 @@ static void matmul_i8_blocked(const matmul_i8_job *j, int64_t t0, int64_t tiles,
 
 static void matmul_i8_range(void *raw, int64_t o_begin, int64_t o_end) {
   matmul_i8_job *j = raw;
-  int32_t acc[TILE * MK_I8_NR];
-  int64_t tile = j->n < GEMV_ROWS ? 1 : MK_I8_NR;
+  int32_t acc[MK_I8_ROWS * MK_I8_NR];
+  /* Few rows (decode; a routed expert's share of a batch): weight rows one after another, a single sequential
+   * stream for the prefetcher, each run against up to MK_I8_ROWS activation rows while it is in L1 (one row: the
+   * GEMV, a weight row per call). More rows: 6-weight-row GEMM tiles over k blocks. */
+  int few = j->n <= I8_FEW_ROWS;
+  int64_t tile = j->n == 1 ? 1 : MK_I8_NR, pass = few ? MK_I8_ROWS : TILE;
   int32_t *lanes = NULL, *rowsums = malloc(sizeof(int32_t) * (size_t)(o_end - o_begin + MK_I8_NR));
   if (rowsums == NULL) abort(); /* 4 bytes a row */
-  if (j->isa->gemm_u8i8_4x6 != NULL && j->n >= GEMV_ROWS) {
+  if (j->isa->gemm_u8i8_tile != NULL && !few) {
     lanes = aligned_alloc(64, sizeof(int32_t) * (X_BLOCK / 4) * 4 * MK_I8_NR * 16);
     if (lanes == NULL) abort(); /* 24 KiB */
   }
@@ -211,16 +219,14 @@ static void matmul_i8_range(void *raw, int64_t o_begin, int64_t o_end) {
       int64_t nr = o_end - o < tile ? o_end - o : tile;
       const int8_t *w = j->w + o * j->ldw;
       int32_t *wsum = rowsums + (o - o_begin);
-      int64_t t = t0;
-      if (lanes != NULL && nr == MK_I8_NR && t_end - t0 >= 4) {
+      if (lanes != NULL && nr == MK_I8_NR) {
         /* the weight rows' sums, once (the first activation block), in a pass of their own */
         if (t0 == 0) j->isa->dot_u8i8_tile(acc, wsum, j->xu, j->k, w, j->ldw, 0, nr, j->k);
-        int64_t tiles = (t_end - t0) / 4;
-        matmul_i8_blocked(j, t0, tiles, o, wsum, lanes);
-        t += 4 * tiles;
+        matmul_i8_blocked(j, t0, t_end, o, wsum, lanes);
+        continue;
       }
-      for (; t < t_end; t += TILE) {
-        int64_t mr = t_end - t < TILE ? t_end - t : TILE;
+      for (int64_t t = t0; t < t_end; t += pass) {
+        int64_t mr = t_end - t < pass ? t_end - t : pass;
         j->isa->dot_u8i8_tile(acc, t == 0 ? wsum : NULL, j->xu + t * j->k, j->k, w, j->ldw, mr, nr, j->k);
         for (int64_t r = 0; r < mr; r++)
           for (int64_t c = 0; c < nr; c++) {

@@ -78,21 +78,34 @@ MK_EXPORT int32_t mk_silu_mul(mk_context *ctx, float *out, int64_t ldo, const fl
 }
 
 /* ---- convert ---- */
+/* Bytes touched below which a conversion stays on the calling thread: measured at 2 threads, handing off
+ * 32 x 512 values cost more than it saved, 32 x 1024 about broke even, 32 x 2048 and up gained. */
+#define CONVERT_PARALLEL_MIN_BYTES (256 * 1024)
+
+typedef struct {
+  const mk_isa *isa;
+  void *out;
+  const void *in;
+  int64_t ldo, ldi, d;
+  int32_t to_bf16;
+} convert_job;
+
+static void convert_range(void *raw, int64_t begin, int64_t end) {
+  convert_job *j = raw;
+  for (int64_t t = begin; t < end; t++)
+    if (j->to_bf16) j->isa->f32_to_bf16((uint16_t *)j->out + t * j->ldo, (const float *)j->in + t * j->ldi, j->d);
+    else j->isa->bf16_to_f32((float *)j->out + t * j->ldo, (const uint16_t *)j->in + t * j->ldi, j->d);
+}
+
 MK_EXPORT int32_t mk_convert(mk_context *ctx, void *out, int32_t out_dtype, int64_t ldo, const void *in,
                              int32_t in_dtype, int64_t ldi, int64_t n, int64_t d) {
   if (ctx == NULL || out == NULL || in == NULL) return MK_E_NULL;
   if (n < 0 || d < 0 || ldo < d || ldi < d) return MK_E_SHAPE;
-  if (out_dtype == MK_BF16 && in_dtype == MK_F32) {
-    for (int64_t t = 0; t < n; t++)
-      for (int64_t c = 0; c < d; c++)
-        ((uint16_t *)out)[t * ldo + c] = mk_f32_to_bf16(((const float *)in)[t * ldi + c]);
-  } else if (out_dtype == MK_F32 && in_dtype == MK_BF16) {
-    for (int64_t t = 0; t < n; t++)
-      for (int64_t c = 0; c < d; c++)
-        ((float *)out)[t * ldo + c] = mk_bf16_to_f32(((const uint16_t *)in)[t * ldi + c]);
-  } else {
-    return MK_E_DTYPE;
-  }
+  int32_t to_bf16 = out_dtype == MK_BF16 && in_dtype == MK_F32;
+  if (!to_bf16 && !(out_dtype == MK_F32 && in_dtype == MK_BF16)) return MK_E_DTYPE;
+  convert_job j = {ctx->isa, out, in, ldo, ldi, d, to_bf16};
+  if (n * d * 6 < CONVERT_PARALLEL_MIN_BYTES) convert_range(&j, 0, n);
+  else mk_parallel_for(ctx, n, 1, n * d * 6, convert_range, &j);
   return MK_OK;
 }
 

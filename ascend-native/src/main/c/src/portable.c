@@ -49,6 +49,14 @@ static void dot_u8i8_tile(int32_t *acc, int32_t *wsum, const uint8_t *xu, int64_
     }
 }
 
+static void f32_to_bf16(uint16_t *out, const float *in, int64_t n) {
+  for (int64_t j = 0; j < n; j++) out[j] = mk_f32_to_bf16(in[j]);
+}
+
+static void bf16_to_f32(float *out, const uint16_t *in, int64_t n) {
+  for (int64_t j = 0; j < n; j++) out[j] = mk_bf16_to_f32(in[j]);
+}
+
 static void quantize_row(int8_t *q, float *scale, const void *x, int32_t x_bf16, int64_t k) {
   float amax = 0;
   for (int64_t j = 0; j < k; j++) {
@@ -101,6 +109,15 @@ static void mla_accumulate(float *o, const float *prob, const float *kv, int64_t
   for (int64_t p = 0; p < count; p++) axpy(o, prob[p], kv + p * width, rank);
 }
 
+static float exp2_sum(float *s, int64_t count, float m) {
+  float sum = 0;
+  for (int64_t p = 0; p < count; p++) {
+    s[p] = exp2f(s[p] - m);
+    sum += s[p];
+  }
+  return sum;
+}
+
 static double int8_peak_loop(int64_t iterations) {
   /* Eight independent chains of 4-wide byte dot products, as a scalar machine would run them. */
   volatile int32_t seed = 3;
@@ -116,6 +133,8 @@ const mk_isa mk_isa_portable = {
     .matmul_tile = matmul_tile,
     .matmul_bf16_tile = matmul_bf16_tile,
     .dot_u8i8_tile = dot_u8i8_tile,
+    .f32_to_bf16 = f32_to_bf16,
+    .bf16_to_f32 = bf16_to_f32,
     .quantize_row = quantize_row,
     .sum_squares = sum_squares,
     .scale_mul = scale_mul,
@@ -124,5 +143,6 @@ const mk_isa mk_isa_portable = {
     .dot_f32 = dot_f32,
     .mla_scores = mla_scores,
     .mla_accumulate = mla_accumulate,
+    .exp2_sum = exp2_sum,
     .int8_peak_loop = int8_peak_loop,
 };

@@ -5,6 +5,7 @@ import static io.moemesh.kernels.DType.BF16;
 import static io.moemesh.kernels.DType.F32;
 import static io.moemesh.kernels.TestTensors.garbage;
 import static io.moemesh.kernels.TestTensors.uniform;
+import static org.assertj.core.api.Assertions.assertThat;
 
 import io.moemesh.kernels.ContractChecks.Call;
 import java.util.Arrays;
@@ -117,6 +118,37 @@ final class AttentionContract {
       check().rowsIndependent("mlaDecode", (k, out, from, to) -> k.mlaDecode(out[0], in[0].rows(from, to),
           in[1].rows(from, to), new PagedLatentKv(in[2], in[3].rows(from, to), in[4].rows(from, to)), 0.125f),
           6, garbage(arena(), F32, 6, 4, 64));
+    }
+
+    /**
+     * A head's bits do not depend on the heads beside it (tiles of 4 heads and their edges, head groups): 7 heads
+     * at once equal each head alone, at a plain softmax and a very sharp one (weights below 2^-126 of the running
+     * max, which become zero), over context lengths that end in partial blocks.
+     */
+    @ParameterizedTest
+    @EnumSource(value = DType.class, names = {"F32", "BF16"})
+    default void headsAreIndependentOfTheOtherHeads(DType queryType) {
+      int nq = 4, heads = 7, rank = 64, rope = 16;
+      Tensor[] in = inputs(new Random(41), nq, heads, rank, rope, 8, 6, BF16, queryType);
+      for (float scale : new float[] {0.125f, 8f}) {
+        float[] all = check().actual("mlaDecode", call(scale), in, garbage(arena(), F32, nq, heads, rank))[0].toFloatArray();
+        for (int h = 0; h < heads; h++) {
+          Tensor[] alone = {head(in[0], h), head(in[1], h), in[2], in[3], in[4]};
+          float[] one = check().actual("mlaDecode", call(scale), alone, garbage(arena(), F32, nq, 1, rank))[0].toFloatArray();
+          for (int t = 0; t < nq; t++)
+            assertThat(Arrays.copyOfRange(one, t * rank, (t + 1) * rank)).as("scale %s: row %d head %d alone", scale, t, h)
+                .containsExactly(Arrays.copyOfRange(all, (t * heads + h) * rank, (t * heads + h + 1) * rank));
+        }
+      }
+    }
+
+    /** Head h of a (nq, heads, d) query as a (nq, 1, d) tensor. */
+    private Tensor head(Tensor q, int h) {
+      int nq = q.dim(0), heads = q.dim(1), d = q.dim(2);
+      Tensor one = arena().allocate(q.dtype(), nq, 1, d);
+      for (int t = 0; t < nq; t++)
+        for (int c = 0; c < d; c++) one.setFloat((long) t * d + c, q.getFloat(((long) t * heads + h) * d + c));
+      return one;
     }
 
     @ParameterizedTest

@@ -31,8 +31,13 @@ final class GroupedLinearContract {
   private GroupedLinearContract() {}
 
   interface MatmulInt8Grouped extends ContractBase {
-    /** Rows per group: one group; GEMV and GEMM sizes and empty groups mixed; a lone non-empty group. */
-    int[][] GROUPINGS = {{17}, {0, 1, 3, 4, 0, 5, 17, 2}, {0, 0, 4, 0}};
+    /**
+     * Rows per group: one group; GEMV and GEMM sizes and empty groups mixed; a lone non-empty group; a routed
+     * expert's 1 to 5 rows of a decode batch; all alike; one and two passes of the few-row kernel (8, 9) and GEMM
+     * tiles with a partial last tile (10, 11, 13).
+     */
+    int[][] GROUPINGS = {{17}, {0, 1, 3, 4, 0, 5, 17, 2}, {0, 0, 4, 0}, {1, 2, 3, 4, 5}, {2, 2, 2}, {3, 0, 3},
+        {6, 7, 8, 9, 10, 11, 13}};
 
     static Stream<Arguments> shapes() {
       List<Arguments> cases = new ArrayList<>();

@@ -10,8 +10,11 @@ import static io.moemesh.kernels.TestTensors.garbage;
 import static io.moemesh.kernels.TestTensors.int8;
 import static io.moemesh.kernels.TestTensors.rowScaled;
 import static io.moemesh.kernels.TestTensors.uniform;
+import static org.assertj.core.api.Assertions.assertThat;
 
 import io.moemesh.kernels.ContractChecks.Call;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
@@ -285,6 +288,45 @@ final class RowOpsContract {
     default void matchesReferenceBitForBit(int n, int d, DType from) {
       Tensor in = randomBits(arena(), new Random(seed(n, d, from)), from, n, d);
       check().exact("convert", call(), new Tensor[] {in}, garbage(arena(), other(from), n, d));
+    }
+
+    /**
+     * Raw bits, NaN payloads included: every exponent with mantissas at and around the rounding ties (so
+     * subnormals, the largest one rounding up to the smallest normal, finite values rounding to infinity), ±Inf,
+     * signalling and quiet NaNs with payloads in either half, in rows of 37 (vector tails of 32 and 16).
+     */
+    @Test
+    default void edgeCasesGiveTheScalarTwinsBitsNanPayloadsIncluded() {
+      int[] mantissas = {0, 1, 0x7FFF, 0x8000, 0x8001, 0xFFFF, 0x10000, 0x17FFF, 0x18000, 0x18001, 0x7F8000, 0x7FFFFF};
+      List<Integer> patterns = new ArrayList<>();
+      for (int sign : new int[] {0, 0x80000000})
+        for (int exponent = 0; exponent < 256; exponent++)
+          for (int mantissa : mantissas) patterns.add(sign | exponent << 23 | mantissa);
+      int d = 37, n = (patterns.size() + d - 1) / d;
+      var f32 = ByteBuffer.allocate(4 * n * d).order(ByteOrder.LITTLE_ENDIAN);
+      short[] expected = new short[n * d], actual = new short[n * d];
+      for (int i = 0; i < n * d; i++) {
+        int bits = patterns.get(i % patterns.size());
+        f32.putInt(bits);
+        expected[i] = BFloat16.fromFloat(Float.intBitsToFloat(bits)); // a quieted signalling NaN rounds alike
+      }
+      Tensor in = arena().allocate(F32, n, d), out = garbage(arena(), BF16, n, d);
+      in.copyFromBytes(f32.flip());
+      kernels().convert(out, in);
+      out.asReadOnlyBytes().asShortBuffer().get(actual);
+      assertThat(actual).as("F32 -> BF16 raw bits").containsExactly(expected);
+
+      var bf16 = ByteBuffer.allocate(2 * 65536).order(ByteOrder.LITTLE_ENDIAN);
+      int[] widened = new int[65536], shifted = new int[65536];
+      for (int i = 0; i < 65536; i++) {
+        bf16.putShort((short) i);
+        shifted[i] = i << 16;
+      }
+      Tensor all = arena().allocate(BF16, 1024, 64), wide = garbage(arena(), F32, 1024, 64);
+      all.copyFromBytes(bf16.flip());
+      kernels().convert(wide, all);
+      wide.asReadOnlyBytes().asIntBuffer().get(widened);
+      assertThat(widened).as("every BF16 -> F32, raw bits").containsExactly(shifted);
     }
 
     @Test

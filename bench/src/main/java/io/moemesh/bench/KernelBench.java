@@ -25,8 +25,9 @@ import java.util.stream.Stream;
  * bandwidth of this machine and, against it, the native kernels the model's time goes to: INT8 and BF16
  * decode GEMV (GB/s of weights), INT8 prefill GEMM (GOP/s, against the measured VNNI peak), the batched-decode
  * BF16-weight GEMM with a BF16 activation (VDPBF16PS) against the F32-activation path on the same shape
- * (GFLOP/s), MLA decode attention (GB/s of KV), and one MoE projection of 40 small experts as 40 INT8 calls
- * against one grouped call, each at 1 and 2 threads. Progress goes to stderr, the table to stdout, and with {@code --json} one object
+ * (GFLOP/s), MLA decode attention (GB/s of KV), one MoE projection of 40 small experts as 40 INT8 calls
+ * against one grouped call, and the bench model's 64 experts of 2 to 4 rows (a decode batch of 32) in one grouped
+ * call, each at 1 and 2 threads. Progress goes to stderr, the table to stdout, and with {@code --json} one object
  * per measurement to FILE.
  */
 public final class KernelBench {

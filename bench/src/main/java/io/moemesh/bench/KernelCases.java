@@ -25,6 +25,7 @@ final class KernelCases {
   static final String MLA_DECODE_BF16_QUERY = "mla_decode_bf16q";
   static final String MOE_INT8_EXPERTS = "moe_int8_experts";
   static final String MOE_INT8_GROUPED = "moe_int8_grouped";
+  static final String MOE_INT8_DECODE = "moe_int8_decode";
 
   /**
    * One kernel call and what it does per call: {@code workPerCall} bytes (unit GB/s) or operations (GOP/s).
@@ -42,7 +43,7 @@ final class KernelCases {
   /** The cases named in {@code only} (all when it is empty), with the cases they are compared with. */
   static List<Case> create(TensorArena arena, Progress progress, Set<String> only) {
     var fill = new Fill(42);
-    progress.log("allocating and filling weights (about 200 MiB) ...");
+    progress.log("allocating and filling weights (about 330 MiB) ...");
     List<Case> cases = new ArrayList<>();
     add(cases, only, GEMV_INT8, () -> gemvInt8(arena, fill, 16384, 4096));
     add(cases, only, GEMV_BF16, () -> gemvBf16(arena, fill, DType.F32, 8192, 4096));
@@ -57,13 +58,15 @@ final class KernelCases {
     // one MoE projection at a decode batch of ~13 on the bench model: 40 experts of 2 rows, per expert vs grouped
     add(cases, only, MOE_INT8_EXPERTS, () -> moeInt8(arena, fill, false, 40, 2, 512, 1024));
     add(cases, only, MOE_INT8_GROUPED, () -> moeInt8(arena, fill, true, 40, 2, 512, 1024));
+    // the bench model's gate projection at a decode batch of 32: 64 experts of 2 to 4 rows, weights of 4 layers in turn
+    add(cases, only, MOE_INT8_DECODE, () -> moeInt8Decode(arena, fill, 4, 64, 512, 1024));
     progress.log("weights ready");
     return cases;
   }
 
   /** Every case name, in the order they run (a case runs after the case it is compared with). */
   static final List<String> NAMES = List.of(GEMV_INT8, GEMV_BF16, GEMV_BF16_BF16, GEMM_INT8, GEMM_F32_BF16,
-      GEMM_BF16_BF16, MLA_DECODE, MLA_DECODE_BF16_QUERY, MOE_INT8_EXPERTS, MOE_INT8_GROUPED);
+      GEMM_BF16_BF16, MLA_DECODE, MLA_DECODE_BF16_QUERY, MOE_INT8_EXPERTS, MOE_INT8_GROUPED, MOE_INT8_DECODE);
 
   /** Makes the case when {@code only} is empty or names it, or names a case compared with it. */
   private static void add(List<Case> cases, Set<String> only, String name, Supplier<Case> make) {
@@ -167,6 +170,39 @@ final class KernelCases {
       for (int g = 0; g < groups; g++)
         kernels.matmulInt8(out.rows(g * rows, (g + 1) * rows), xq.rows(g * rows, (g + 1) * rows),
             xScales.rows(g * rows, (g + 1) * rows), w[g], wScales[g]);
+    });
+  }
+
+  /**
+   * A MoE projection of the bench model in batched decode, A8W8, one grouped call: 32 tokens routed to 6 of
+   * {@code experts} experts each are ~3 rows per expert, here 2, 3 and 4 in turn. Each call takes the next of
+   * {@code layers} layers' weights, so they stream from memory as in a decode step, not from the L3 cache. The work
+   * is the weight bytes streamed.
+   */
+  private static Case moeInt8Decode(TensorArena arena, Fill fill, int layers, int experts, int m, int k) {
+    int[] offsets = new int[experts + 1];
+    for (int e = 0; e < experts; e++) offsets[e + 1] = offsets[e] + 2 + e % 3;
+    int n = offsets[experts];
+    Tensor xq = arena.allocate(DType.I8, n, k);
+    Tensor xScales = arena.allocate(DType.F32, n);
+    Tensor out = arena.allocate(DType.F32, n, m);
+    fill.int8(xq);
+    fill.uniform(xScales, 1e-2f, 2e-2f);
+    Tensor[][] w = new Tensor[layers][experts], wScales = new Tensor[layers][experts];
+    for (int l = 0; l < layers; l++)
+      for (int e = 0; e < experts; e++) {
+        w[l][e] = arena.allocate(DType.I8, m, k);
+        wScales[l][e] = arena.allocate(DType.F32, m);
+        fill.int8(w[l][e]);
+        fill.uniform(wScales[l][e], 1e-3f, 2e-3f);
+      }
+    Tensor rowOffsets = arena.ofInts(offsets, experts + 1);
+    int[] calls = {0};
+    String shape = experts + " x (n=2..4 m=" + m + " k=" + k + ") I8, n=" + n + ", " + layers + " layers in turn ("
+        + mib((long) experts * m * k) + " each)";
+    return new Case(MOE_INT8_DECODE, shape, (double) experts * m * k, "GB/s", TRIAD, kernels -> {
+      int l = calls[0]++ % layers;
+      kernels.matmulInt8Grouped(out, xq, xScales, rowOffsets, w[l], wScales[l]);
     });
   }
 

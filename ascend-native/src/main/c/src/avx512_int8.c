@@ -1,0 +1,186 @@
+/* AVX-512 VNNI tiles of the A8W8 matmul (VPDPBUSD: unsigned x signed bytes, four products per int32 lane).
+ * Integer sums are exact, so every tile shape and blocking gives the same bits; the shapes differ in how often
+ * weights are read. */
+#include "mk_internal.h"
+
+#include <immintrin.h>
+
+#define INLINE static inline __attribute__((always_inline))
+
+INLINE __mmask64 mask64(int64_t remaining) {
+  return remaining >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << remaining) - 1);
+}
+
+/* acc += u8 · s8, four products per 32-bit lane. Inline assembly because GCC 12 wraps the intrinsic in two
+ * register moves per instruction (it does not tie the accumulator), which halved the GEMM's speed. */
+INLINE __m512i dpbusd(__m512i acc, __m512i u8, __m512i s8) {
+  __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u8), "vm"(s8));
+  return acc;
+}
+
+/* ---- u8 x i8 dot tile (VPDPBUSD) ----
+ * GEMM tiles are 4 activation rows x 6 weight rows: per 64-byte step 4 + 6 loads feed 24 VPDPBUSD. A GEMV
+ * (one activation row) also sums its weight rows in the same pass (the +128 correction), so weights are read
+ * once; a GEMM tile gets its sums from a separate sums-only pass (MR = 0) to keep 24 accumulators in registers. */
+INLINE void tile_u8i8(int32_t *acc_out, int32_t *wsum, const uint8_t *xu, int64_t ldx, const int8_t *w, int64_t ldw,
+                      const int MR, const int NR, int64_t k) {
+  __m512i acc[4][MK_I8_NR], sum[MK_I8_NR];
+  const __m512i ones = _mm512_set1_epi8(1);
+  for (int o = 0; o < NR; o++) {
+    sum[o] = _mm512_setzero_si512();
+    for (int t = 0; t < MR; t++) acc[t][o] = _mm512_setzero_si512();
+  }
+#define U8I8_STEP(M)                                                                                         \
+  do {                                                                                                       \
+    __m512i xv[4];                                                                                           \
+    for (int t = 0; t < MR; t++) xv[t] = _mm512_maskz_loadu_epi8(M, xu + t * ldx + j);                       \
+    for (int o = 0; o < NR; o++) {                                                                           \
+      __m512i wv = _mm512_maskz_loadu_epi8(M, w + o * ldw + j);                                              \
+      if (wsum != NULL) sum[o] = dpbusd(sum[o], ones, wv);                                      \
+      for (int t = 0; t < MR; t++) acc[t][o] = dpbusd(acc[t][o], xv[t], wv);                    \
+    }                                                                                                        \
+  } while (0)
+  int64_t j = 0;
+  for (; j + 64 <= k; j += 64) U8I8_STEP(~(__mmask64)0);
+  if (j < k) U8I8_STEP(mask64(k - j));
+#undef U8I8_STEP
+  for (int t = 0; t < MR; t++)
+    for (int o = 0; o < NR; o++) acc_out[t * MK_I8_NR + o] = _mm512_reduce_add_epi32(acc[t][o]);
+  if (wsum != NULL)
+    for (int o = 0; o < NR; o++) wsum[o] = _mm512_reduce_add_epi32(sum[o]);
+}
+
+/* MR (2 to 8) activation rows against one weight row, its sum fused when wsum is not null: like the GEMV, one
+ * sequential weight stream read once, here for a few rows (a routed expert's share of a decode batch). Named
+ * accumulators: tile_u8i8's arrays made GCC shuffle registers, 1.5x slower at 3 rows. */
+INLINE void rows_u8i8(int32_t *acc_out, int32_t *wsum, const uint8_t *xu, int64_t ldx, const int8_t *w, int64_t k,
+                      const int MR) {
+  const __m512i ones = _mm512_set1_epi8(1);
+  __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0, sum = a0;
+#define ROW(t) if (MR > t) a##t = dpbusd(a##t, _mm512_maskz_loadu_epi8(m, xu + t * ldx + j), wv);
+#define STEP(M)                                                                                              \
+  do {                                                                                                       \
+    __mmask64 m = (M);                                                                                       \
+    __m512i wv = _mm512_maskz_loadu_epi8(m, w + j);                                                          \
+    __asm__("" : "+v"(wv)); /* one load, not a memory operand per VPDPBUSD: 1.2x at 2 rows on unaligned rows */ \
+    if (wsum != NULL) sum = dpbusd(sum, ones, wv);                                                           \
+    ROW(0) ROW(1) ROW(2) ROW(3) ROW(4) ROW(5) ROW(6) ROW(7)                                                  \
+  } while (0)
+  int64_t j = 0;
+  for (; j + 64 <= k; j += 64) STEP(~(__mmask64)0);
+  if (j < k) STEP(mask64(k - j));
+#undef STEP
+#undef ROW
+#define ST(t) if (MR > t) acc_out[t * MK_I8_NR] = _mm512_reduce_add_epi32(a##t);
+  ST(0) ST(1) ST(2) ST(3) ST(4) ST(5) ST(6) ST(7)
+#undef ST
+  if (wsum != NULL) *wsum = _mm512_reduce_add_epi32(sum);
+}
+
+/* nr weight rows one after another (one sequential stream), each against the same MR activation rows. */
+INLINE void rows_u8i8_each(int32_t *acc, int32_t *wsum, const uint8_t *xu, int64_t ldx, const int8_t *w, int64_t ldw,
+                           int64_t nr, int64_t k, const int MR) {
+  for (int64_t o = 0; o < nr; o++) rows_u8i8(acc + o, wsum == NULL ? NULL : wsum + o, xu, ldx, w + o * ldw, k, MR);
+}
+
+/* The GEMM microkernel, MR (1 to 4) activation rows x 6 weight rows, with named accumulators (GCC shuffles an
+ * array of them through spare registers); rows past MR are compiled out. It runs over one block of k and keeps
+ * its accumulators in `lanes` (4 x 6 x 16 int32), so the caller can walk k in blocks that keep a weight tile in L1
+ * across activation tiles; a partial tile of 1 to 3 rows rides along in the same pass over the weights. */
+INLINE void gemm_u8i8_mx6(int32_t *lanes, int init, int32_t *sums, const uint8_t *xu, int64_t ldx, const int8_t *w,
+                          int64_t ldw, int64_t k, const int MR) {
+  __m512i *acc = (__m512i *)lanes;
+#define Z(t, o) __m512i c##t##o = init || MR <= t ? _mm512_setzero_si512() : _mm512_load_si512(acc + t * MK_I8_NR + o);
+#define ROW(t) Z(t, 0) Z(t, 1) Z(t, 2) Z(t, 3) Z(t, 4) Z(t, 5)
+  ROW(0) ROW(1) ROW(2) ROW(3)
+#undef ROW
+#undef Z
+#define DOT(o)                                                                                               \
+  do {                                                                                                       \
+    __m512i wv = _mm512_maskz_loadu_epi8(m, w + o * ldw + j);                                                \
+    c0##o = dpbusd(c0##o, x0, wv);                                                                           \
+    if (MR > 1) c1##o = dpbusd(c1##o, x1, wv);                                                               \
+    if (MR > 2) c2##o = dpbusd(c2##o, x2, wv);                                                               \
+    if (MR > 3) c3##o = dpbusd(c3##o, x3, wv);                                                               \
+  } while (0)
+#define STEP(M)                                                                                              \
+  do {                                                                                                       \
+    __mmask64 m = (M);                                                                                       \
+    __m512i x0 = _mm512_maskz_loadu_epi8(m, xu + j), x1 = x0, x2 = x0, x3 = x0;                              \
+    if (MR > 1) x1 = _mm512_maskz_loadu_epi8(m, xu + ldx + j);                                               \
+    if (MR > 2) x2 = _mm512_maskz_loadu_epi8(m, xu + 2 * ldx + j);                                           \
+    if (MR > 3) x3 = _mm512_maskz_loadu_epi8(m, xu + 3 * ldx + j);                                           \
+    DOT(0); DOT(1); DOT(2); DOT(3); DOT(4); DOT(5);                                                          \
+  } while (0)
+  int64_t j = 0;
+  for (; j + 64 <= k; j += 64) STEP(~(__mmask64)0);
+  if (j < k) STEP(mask64(k - j));
+#undef STEP
+#undef DOT
+#define ST(t, o)                                                                                             \
+  if (MR <= t) {                                                                                             \
+  } else if (sums != NULL) sums[t * MK_I8_NR + o] = _mm512_reduce_add_epi32(c##t##o);                        \
+  else _mm512_store_si512(acc + t * MK_I8_NR + o, c##t##o);
+#define ROW(t) ST(t, 0) ST(t, 1) ST(t, 2) ST(t, 3) ST(t, 4) ST(t, 5)
+  ROW(0) ROW(1) ROW(2) ROW(3)
+#undef ROW
+#undef ST
+}
+
+void mk_avx512_gemm_u8i8_tile(int32_t *lanes, int init, int32_t *sums, const uint8_t *xu, int64_t ldx, const int8_t *w,
+                              int64_t ldw, int64_t k, int64_t mr) {
+  switch (mr) {
+    case 1: gemm_u8i8_mx6(lanes, init, sums, xu, ldx, w, ldw, k, 1); return;
+    case 2: gemm_u8i8_mx6(lanes, init, sums, xu, ldx, w, ldw, k, 2); return;
+    case 3: gemm_u8i8_mx6(lanes, init, sums, xu, ldx, w, ldw, k, 3); return;
+    default: gemm_u8i8_mx6(lanes, init, sums, xu, ldx, w, ldw, k, 4); return;
+  }
+}
+
+void mk_avx512_dot_u8i8_tile(int32_t *acc, int32_t *wsum, const uint8_t *xu, int64_t ldx, const int8_t *w, int64_t ldw,
+                             int64_t mr, int64_t nr, int64_t k) {
+  if (nr == 1 && mr <= 1) { /* GEMV: one weight row, its sum fused into the same pass */
+    if (mr == 1) tile_u8i8(acc, wsum, xu, ldx, w, ldw, 1, 1, k);
+    else tile_u8i8(acc, wsum, xu, ldx, w, ldw, 0, 1, k);
+    return;
+  }
+  switch (mr) { /* a few rows against each weight row in turn */
+    case 2: rows_u8i8_each(acc, wsum, xu, ldx, w, ldw, nr, k, 2); return;
+    case 3: rows_u8i8_each(acc, wsum, xu, ldx, w, ldw, nr, k, 3); return;
+    case 4: rows_u8i8_each(acc, wsum, xu, ldx, w, ldw, nr, k, 4); return;
+    case 5: rows_u8i8_each(acc, wsum, xu, ldx, w, ldw, nr, k, 5); return;
+    case 6: rows_u8i8_each(acc, wsum, xu, ldx, w, ldw, nr, k, 6); return;
+    case 7: rows_u8i8_each(acc, wsum, xu, ldx, w, ldw, nr, k, 7); return;
+    case 8: rows_u8i8_each(acc, wsum, xu, ldx, w, ldw, nr, k, 8); return;
+  }
+  if (wsum != NULL) {
+    if (nr == MK_I8_NR) tile_u8i8(NULL, wsum, xu, ldx, w, ldw, 0, MK_I8_NR, k);
+    else for (int64_t o = 0; o < nr; o++) tile_u8i8(NULL, wsum + o, xu, ldx, w + o * ldw, ldw, 0, 1, k);
+  }
+  if (mr == 1 && nr == MK_I8_NR) {
+    gemm_u8i8_mx6(NULL, 1, acc, xu, ldx, w, ldw, k, 1);
+    return;
+  }
+  for (int64_t o = 0; o < nr; o++)
+    for (int64_t t = 0; t < mr; t++) {
+      int32_t one[MK_I8_NR];
+      tile_u8i8(one, NULL, xu + t * ldx, ldx, w + o * ldw, ldw, 1, 1, k);
+      acc[t * MK_I8_NR + o] = one[0];
+    }
+}
+
+/* Twelve independent VPDPBUSD chains in registers: 12 · 64 multiply-adds = 1536 INT8 ops per iteration. */
+double mk_avx512_int8_peak_loop(int64_t iterations) {
+  __m512i acc[12];
+  __m512i a = _mm512_set1_epi8(3), b = _mm512_set1_epi8(-2);
+  for (int c = 0; c < 12; c++) acc[c] = _mm512_set1_epi32(c);
+  for (int64_t i = 0; i < iterations; i++) {
+    for (int c = 0; c < 12; c++) acc[c] = dpbusd(acc[c], a, b);
+    __asm__ volatile("" : "+v"(a), "+v"(b));
+  }
+  __m512i total = acc[0];
+  for (int c = 1; c < 12; c++) total = _mm512_add_epi32(total, acc[c]);
+  volatile int32_t sink = _mm512_reduce_add_epi32(total);
+  (void)sink;
+  return (double)iterations * 12 * 64 * 2;
+}
