@@ -2,7 +2,7 @@
 # `bin/moemesh up` and `down`: the mesh as local processes (sourced by bin/moemesh, which defines ROOT,
 # ensure_built, run_main and cmd_offline).
 #
-#   kv-store        HTTP 9400  gRPC 9401
+#   kv-store #i     HTTP 9400+10i  gRPC 9401+10i
 #   prefill-svc #i  HTTP 9200+10i  gRPC 9201+10i
 #   decode-svc #i   HTTP 9300+10i  gRPC 9301+10i
 #   expert-svc routed shard #i   HTTP 9500+10i  gRPC 9501+10i   (shard 0 also runs the balancer)
@@ -68,12 +68,13 @@ await_mesh() {
 }
 
 cmd_up() {
-  local model='' replicas=2 prefills=1 port=8000 detach=0 precision=int8 single=0 threads='' shards=2 shared=remote redundant=2 balance=60s
+  local model='' replicas=2 prefills=1 stores=1 port=8000 detach=0 precision=int8 single=0 threads='' shards=2 shared=remote redundant=2 balance=60s
   while (($#)); do
     case $1 in
       --model) model=${2:?--model needs a directory}; shift 2 ;;
       --decode-replicas) replicas=${2:?--decode-replicas needs a number}; shift 2 ;;
       --prefill-replicas) prefills=${2:?--prefill-replicas needs a number}; shift 2 ;;
+      --kv-stores) stores=${2:?--kv-stores needs a number}; shift 2 ;;
       --port) port=${2:?--port needs a number}; shift 2 ;;
       --precision) precision=${2:?--precision needs exact, bf16 or int8}; shift 2 ;;
       --threads) threads=${2:?--threads needs a number}; shift 2 ;;
@@ -88,6 +89,7 @@ cmd_up() {
   done
   [[ $replicas =~ ^[1-9][0-9]*$ ]] || die_usage "up: --decode-replicas must be a positive number, got '$replicas'"
   [[ $prefills =~ ^[1-9]$ ]] || die_usage "up: --prefill-replicas must be 1 to 9, got '$prefills'"
+  [[ $stores =~ ^[1-9]$ ]] || die_usage "up: --kv-stores must be 1 to 9, got '$stores'"
   [[ $port =~ ^[0-9]+$ ]] || die_usage "up: --port must be a number, got '$port'"
   [[ -z $threads || $threads =~ ^[1-9][0-9]*$ ]] || die_usage "up: --threads must be a positive number, got '$threads'"
   [[ $shards =~ ^[0-9]+$ ]] || die_usage "up: --routed-shards must be a number (0: experts in the engines), got '$shards'"
@@ -141,10 +143,14 @@ cmd_up() {
   if ((single)); then
     routing=(moemesh.gateway.disaggregation=false)
   else
-    start_service kv-store kv-store 9400 quarkus.grpc.server.port=9401
+    local store_list=''
+    for ((i = 0; i < stores; i++)); do # prefill puts each prompt's KV into the store with the most free memory
+      start_service "kv-store-$i" kv-store $((9400 + 10 * i)) quarkus.grpc.server.port=$((9401 + 10 * i))
+      store_list+="${store_list:+,}localhost:$((9401 + 10 * i))"
+    done
     for ((i = 0; i < prefills; i++)); do # the gateway routes each prompt by its prefix (README, "Routing")
       start_service "prefill-$i" prefill-svc $((9200 + 10 * i)) quarkus.grpc.server.port=$((9201 + 10 * i)) \
-        moemesh.prefill.kv-store=localhost:9401 "${engine[@]}" "${remote[@]}"
+        "moemesh.prefill.kv-store=$store_list" "${engine[@]}" "${remote[@]}"
       prefill_list+="${prefill_list:+,}localhost:$((9201 + 10 * i))"
     done
     routing=("moemesh.gateway.prefill.replicas=$prefill_list")
@@ -159,7 +165,7 @@ cmd_up() {
     stop_mesh
     exit 1
   fi
-  local shape="${prefills} prefill and ${replicas} decode replica(s), kv-store"
+  local shape="${prefills} prefill and ${replicas} decode replica(s), ${stores} kv-store(s)"
   ((single)) && shape="one decode process that computes the prompts too (--single)"
   ((shards == 0)) || shape+=", $shards routed-expert shard(s) ($redundant redundant slots, rebalanced every $balance), shared experts $shared"
   cat <<MSG

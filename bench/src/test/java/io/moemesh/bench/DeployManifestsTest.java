@@ -204,7 +204,7 @@ class DeployManifestsTest {
         checked++;
       }
     }
-    assertThat(checked).as("prefill, decode, store, 4 routed shards, shared experts").isEqualTo(8);
+    assertThat(checked).as("prefill, decode, 2 stores, 4 routed shards, shared experts").isEqualTo(9);
     assertThat(data.path("MOEMESH_EXPERTS_SHARDS").asText().split(",")).as("the engines' shard list, one per shard")
         .hasSize(data.path("MOEMESH_EXPERT_NUM_SHARDS").asInt());
   }

@@ -47,8 +47,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * kv-store, prefill-svc, decode-svc and the gateway as real processes on the tiny model: a prompt prefilled by
- * one process, its KV moved layer by layer through the store, decoded by another, gives the tokens of one
+ * Two kv-stores, prefill-svc, decode-svc and the gateway as real processes on the tiny model: a prompt prefilled by
+ * one process, its KV moved layer by layer through a store, decoded by another, gives the tokens of one
  * in-process engine — over gRPC and through the OpenAI API. Every service exports its spans to an in-test OTLP
  * receiver, so one request is seen as one trace across the four processes.
  */
@@ -56,8 +56,8 @@ class DisaggregatedMeshTest {
   @TempDir static Path workDir; // the checkpoint; removed after the class
   static final Duration READY = Duration.ofMinutes(3);
   static Path model;
-  static ServiceProcess kvStore, prefill, decode, gateway;
-  static ManagedChannel prefillChannel, decodeChannel, storeChannel;
+  static ServiceProcess kvStore, kvStore2, prefill, decode, gateway;
+  static ManagedChannel prefillChannel, decodeChannel, storeChannel, store2Channel;
   static OtlpReceiver traces;
   static LoadedEngine reference;
 
@@ -68,25 +68,28 @@ class DisaggregatedMeshTest {
     traces = new OtlpReceiver();
     List<String> tracing = List.of("moemesh.otlp.endpoint=" + traces.endpoint(), "quarkus.otel.bsp.schedule.delay=100ms");
     kvStore = ServiceProcess.start("kv-store", "kv-store", with(tracing, "moemesh.kv-store.max-bytes=64M"));
+    kvStore2 = ServiceProcess.start("kv-store", "kv-store-2", with(tracing, "moemesh.kv-store.max-bytes=64M"));
     List<String> engine = with(tracing, "moemesh.engine.model-dir=" + model, "moemesh.engine.kv-cache-memory=16M", "moemesh.engine.threads=1");
     var prefillProps = new ArrayList<>(engine);
-    prefillProps.addAll(List.of("moemesh.prefill.kv-store=" + kvStore.grpcAddress(), "moemesh.engine.max-batched-tokens=16"));
+    prefillProps.addAll(List.of("moemesh.prefill.kv-store=" + kvStore.grpcAddress() + "," + kvStore2.grpcAddress(),
+        "moemesh.prefill.kv-store-poll=200ms", "moemesh.engine.max-batched-tokens=16"));
     prefill = ServiceProcess.start("prefill-svc", "prefill", prefillProps);
     decode = ServiceProcess.start("decode-svc", "decode", engine);
     gateway = ServiceProcess.start("gateway", "gateway", with(tracing, "moemesh.gateway.model-dir=" + model,
         "moemesh.gateway.prefill.replicas=" + prefill.grpcAddress(), "moemesh.gateway.decode.replicas=" + decode.grpcAddress()));
-    for (ServiceProcess p : List.of(kvStore, prefill, decode, gateway)) p.awaitReady(READY);
+    for (ServiceProcess p : List.of(kvStore, kvStore2, prefill, decode, gateway)) p.awaitReady(READY);
     prefillChannel = ManagedChannelBuilder.forTarget(prefill.grpcAddress()).usePlaintext().build();
     decodeChannel = ManagedChannelBuilder.forTarget(decode.grpcAddress()).usePlaintext().build();
     storeChannel = ManagedChannelBuilder.forTarget(kvStore.grpcAddress()).usePlaintext().build();
+    store2Channel = ManagedChannelBuilder.forTarget(kvStore2.grpcAddress()).usePlaintext().build();
     reference = LoadedEngine.open(EngineSettings.fromConfig("e", key -> Optional.ofNullable(
         Map.of("e.model-dir", model.toString(), "e.kv-cache-memory", "16M").get(key))), KvConnector.NONE, (done, total) -> {});
   }
 
   @AfterAll
   static void stopMesh() throws Exception {
-    for (ManagedChannel c : new ManagedChannel[] {prefillChannel, decodeChannel, storeChannel}) if (c != null) c.shutdownNow();
-    for (ServiceProcess p : new ServiceProcess[] {gateway, decode, prefill, kvStore}) if (p != null) p.close();
+    for (ManagedChannel c : new ManagedChannel[] {prefillChannel, decodeChannel, storeChannel, store2Channel}) if (c != null) c.shutdownNow();
+    for (ServiceProcess p : new ServiceProcess[] {gateway, decode, prefill, kvStore, kvStore2}) if (p != null) p.close();
     if (reference != null) reference.close();
     if (traces != null) traces.close();
   }
@@ -154,7 +157,10 @@ class DisaggregatedMeshTest {
     assertThat(json.at("/usage/completion_tokens").asInt()).isEqualTo(expected.length);
   }
 
-  /** 32 streams of mixed lengths at once: each complete, with its usage, and each the text of one engine. */
+  /**
+   * 32 streams of mixed lengths at once: each complete, with its usage, and each the text of one engine; their
+   * prompts' KV went through both stores (prefill spreads objects by the stores' free memory).
+   */
   @Test
   void thirtyTwoConcurrentStreamsEachMatchOneEngine() throws Exception {
     var http = HttpClient.newHttpClient();
@@ -190,6 +196,20 @@ class DisaggregatedMeshTest {
         assertThat(usage.path("completion_tokens").asInt()).isEqualTo(expected.length);
       }
     }
+    double first = committedPuts(kvStore), second = committedPuts(kvStore2);
+    assertThat(first + second).as("one object per prompt, at least").isGreaterThanOrEqualTo(32);
+    assertThat(Math.min(first, second)).as("objects in each store (%s and %s)", first, second).isGreaterThanOrEqualTo(8);
+  }
+
+  static double committedPuts(ServiceProcess store) throws Exception {
+    return metrics(store).lines().filter(l -> l.startsWith("moemesh_kvstore_puts_total{") && l.contains("outcome=\"committed\""))
+        .mapToDouble(ServiceProcess::sampleValue).sum();
+  }
+
+  /** Live objects over both stores. */
+  static long liveObjects() {
+    return KvStoreGrpc.newBlockingStub(storeChannel).stats(StatsRequest.getDefaultInstance()).getLiveObjects()
+        + KvStoreGrpc.newBlockingStub(store2Channel).stats(StatsRequest.getDefaultInstance()).getLiveObjects();
   }
 
   /** A client that leaves mid-stream: decode aborts the request, frees its pages, and the store holds nothing. */
@@ -215,7 +235,7 @@ class DisaggregatedMeshTest {
     }
     assertThat(gauge(metrics, "vllm:num_requests_running")).isZero();
     assertThat(gauge(metrics, "vllm:kv_cache_usage_perc")).isZero();
-    assertThat(KvStoreGrpc.newBlockingStub(storeChannel).stats(StatsRequest.getDefaultInstance()).getLiveObjects()).isZero();
+    assertThat(liveObjects()).isZero();
   }
 
   /**
@@ -296,9 +316,8 @@ class DisaggregatedMeshTest {
   void theStoreHoldsNoObjectOnceDecodeHasLoadedIt() throws Exception {
     var greedy = io.moemesh.proto.common.v1.SamplingParams.newBuilder().setIgnoreEos(true).build();
     throughTheMesh("r1", prompt(3, 33), greedy, 4);
-    var store = KvStoreGrpc.newBlockingStub(storeChannel);
     long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-    while (store.stats(StatsRequest.getDefaultInstance()).getLiveObjects() > 0 && System.nanoTime() < deadline) Thread.onSpinWait();
-    assertThat(store.stats(StatsRequest.getDefaultInstance()).getLiveObjects()).as("released after the load").isZero();
+    while (liveObjects() > 0 && System.nanoTime() < deadline) Thread.onSpinWait();
+    assertThat(liveObjects()).as("released after the load").isZero();
   }
 }

@@ -54,13 +54,13 @@ public class PrefillService implements Prefill {
       }
       KvLayout layout = layout(loaded, spec.numPromptTokens());
       DType dtype = loaded.model().precision().kvCacheDType();
-      store.begin(spec.id(), layout, PageHashes.chain(loaded.model().modelId(), request.getPromptTokenIdsList().stream()
+      String storeAddress = store.begin(spec.id(), layout, PageHashes.chain(loaded.model().modelId(), request.getPromptTokenIdsList().stream()
           .mapToInt(Integer::intValue).toArray(), layout.getPageSize(), spec.numPromptTokens() / layout.getPageSize()),
           dtype == DType.BF16 ? io.moemesh.proto.common.v1.DType.DTYPE_BF16 : io.moemesh.proto.common.v1.DType.DTYPE_F32, dtype.byteSize());
       var settled = new AtomicBoolean();
       try {
         loaded.engine().submit(spec, metrics.timed(out -> {
-          if (out.finished() && settled.compareAndSet(false, true)) finish(spec, layout, out, emitter, call);
+          if (out.finished() && settled.compareAndSet(false, true)) finish(spec, layout, storeAddress, out, emitter, call);
         }));
       } catch (IllegalArgumentException e) {
         settled.set(true);
@@ -87,15 +87,15 @@ public class PrefillService implements Prefill {
     call.addListener(context -> cancel.run(), Runnable::run);
   }
 
-  private void finish(GenerationRequest spec, KvLayout layout, RequestOutput out, UniEmitter<? super PrefillResponse> emitter,
-      io.grpc.Context call) {
+  private void finish(GenerationRequest spec, KvLayout layout, String storeAddress, RequestOutput out,
+      UniEmitter<? super PrefillResponse> emitter, io.grpc.Context call) {
     switch (out.status()) {
       case FINISHED_LENGTH -> store.commit(spec.id()).whenComplete((put, error) -> {
         if (error != null)
-          emitter.fail(Status.UNAVAILABLE.withDescription("kv-store " + store.storeAddress() + " did not take the prompt's KV: "
+          emitter.fail(Status.UNAVAILABLE.withDescription("kv-store " + storeAddress + " did not take the prompt's KV: "
               + Status.fromThrowable(error)).asRuntimeException());
-        else if (call.isCancelled()) store.release(put.getKey()); // the caller left: nobody gets the ticket
-        else emitter.complete(response(spec, out).setTicket(ticket(spec, layout, put)).build());
+        else if (call.isCancelled()) store.release(storeAddress, put.getKey()); // the caller left: nobody gets the ticket
+        else emitter.complete(response(spec, out).setTicket(ticket(spec, layout, storeAddress, put)).build());
       });
       case FINISHED_STOPPED -> { // the first token ends the request: nothing for a decode replica to do
         store.revoke(spec.id(), "the first token finished the request");
@@ -117,8 +117,8 @@ public class PrefillService implements Prefill {
         .setSampledDraws(spec.sampling().isGreedy() ? 0 : 1).setUsage(ProtoMapping.usage(out.usage()));
   }
 
-  private KvTicket ticket(GenerationRequest spec, KvLayout layout, PutResponse put) {
-    return KvTicket.newBuilder().setStoreAddress(store.storeAddress()).setObjectKey(put.getKey()).setNumTokens(spec.numPromptTokens())
+  private static KvTicket ticket(GenerationRequest spec, KvLayout layout, String storeAddress, PutResponse put) {
+    return KvTicket.newBuilder().setStoreAddress(storeAddress).setObjectKey(put.getKey()).setNumTokens(spec.numPromptTokens())
         .setLayout(layout).setLeaseExpireTime(put.getLeaseExpireTime()).build();
   }
 

@@ -4,6 +4,7 @@ import io.grpc.Context;
 import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
 import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
 import io.grpc.stub.StreamObserver;
 import io.moemesh.engine.KvConnector;
 import io.moemesh.enginehost.telemetry.KvTransfer;
@@ -15,45 +16,72 @@ import io.moemesh.proto.kvstore.v1.PutResponse;
 import io.moemesh.proto.kvstore.v1.PutStart;
 import io.moemesh.proto.kvstore.v1.ReleaseRequest;
 import io.moemesh.proto.kvstore.v1.ReleaseResponse;
+import io.moemesh.proto.kvstore.v1.StatsRequest;
+import io.moemesh.proto.kvstore.v1.StatsResponse;
+import jakarta.annotation.PostConstruct;
 import jakarta.annotation.PreDestroy;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.inject.Inject;
 import java.time.Duration;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import org.eclipse.microprofile.config.inject.ConfigProperty;
 import org.jboss.logging.Logger;
 
-/** The prefill role's side of KV transfer: one put stream to kv-store per exporting request. */
+/**
+ * The prefill role's side of KV transfer: one put stream per exporting request, to one of the configured stores
+ * ({@code moemesh.prefill.kv-store}: {@code host:port[,host:port…]}, picked by {@link KvStores}, whose figures are
+ * polled every {@code moemesh.prefill.kv-store-poll}).
+ */
 @ApplicationScoped
 public class StorePutConnector implements KvConnector {
   private static final Logger LOG = Logger.getLogger(StorePutConnector.class);
 
   @ConfigProperty(name = "moemesh.prefill.kv-store")
-  String storeAddress;
+  String storeAddresses;
 
   @ConfigProperty(name = "moemesh.prefill.kv-lease", defaultValue = "30s")
   Duration lease;
 
+  @ConfigProperty(name = "moemesh.prefill.kv-store-poll", defaultValue = "1s")
+  Duration poll;
+
   @Inject KvTransfers transfers;
 
   private final Map<String, PutSession> sessions = new ConcurrentHashMap<>();
-  private volatile ManagedChannel channel;
+  private final Map<String, ManagedChannel> channels = new ConcurrentHashMap<>();
+  private KvStores stores;
+  private ScheduledExecutorService poller;
+
+  @PostConstruct
+  void start() {
+    stores = new KvStores(KvStores.parse(storeAddresses), this::stats);
+    if (stores.all().size() > 1) { // one store is always the pick
+      poller = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().name("kv-store-stats").daemon().factory());
+      poller.scheduleWithFixedDelay(stores::refresh, 0, poll.toMillis(), TimeUnit.MILLISECONDS);
+    }
+  }
 
   /**
-   * Opens the object of a request about to be submitted: its key is the request id. Its {@code kv put} span is a
-   * child of the current context (the Prefill call's engine span).
+   * Opens the object of a request about to be submitted in the store it picks, and returns that store's address
+   * (the ticket's): the key is the request id. Its {@code kv put} span is a child of the current context (the
+   * Prefill call's engine span).
    */
-  void begin(String requestId, KvLayout layout, long[] pageHashes, DType dtype, int bytesPerValue) {
+  String begin(String requestId, KvLayout layout, long[] pageHashes, DType dtype, int bytesPerValue) {
     var start = PutStart.newBuilder().setKey(requestId).setLayout(layout)
         .setLease(com.google.protobuf.Duration.newBuilder().setSeconds(lease.toSeconds()).setNanos(lease.toNanosPart()));
     for (long h : pageHashes) start.addPageHashes(h);
-    KvTransfer transfer = transfers.put(requestId, storeAddress);
-    sessions.put(requestId, new PutSession(KvStoreGrpc.newStub(channel()).withInterceptors(transfer.tracing()), start.build(),
+    String store = stores.pick((long) layout.getNumLayers() * layout.getNumTokens() * layout.getLatentDim() * bytesPerValue).address;
+    KvTransfer transfer = transfers.put(requestId, store);
+    sessions.put(requestId, new PutSession(KvStoreGrpc.newStub(channel(store)).withInterceptors(transfer.tracing()), start.build(),
         dtype, bytesPerValue, transfer));
+    return store;
   }
 
   /**
@@ -81,8 +109,8 @@ public class StorePutConnector implements KvConnector {
    * Releases a committed object nobody will fetch (best effort: its lease would end it anyway), outside the
    * caller's gRPC context (a cancelled Prefill call would cancel it).
    */
-  void release(String key) {
-    Context.ROOT.run(() -> KvStoreGrpc.newStub(channel()).withDeadlineAfter(10, TimeUnit.SECONDS)
+  void release(String store, String key) {
+    Context.ROOT.run(() -> KvStoreGrpc.newStub(channel(store)).withDeadlineAfter(10, TimeUnit.SECONDS)
         .release(ReleaseRequest.newBuilder().setKey(key).build(), new StreamObserver<>() {
           @Override
           public void onNext(ReleaseResponse value) {}
@@ -102,21 +130,24 @@ public class StorePutConnector implements KvConnector {
     done.accept("prefill-svc exports KV; it does not import request " + requestId + "'s");
   }
 
-  String storeAddress() {
-    return storeAddress;
+  private Optional<StatsResponse> stats(String store) {
+    try {
+      return Optional.of(KvStoreGrpc.newBlockingStub(channel(store)).withDeadlineAfter(Math.max(poll.toMillis(), 500), TimeUnit.MILLISECONDS)
+          .stats(StatsRequest.getDefaultInstance()));
+    } catch (StatusRuntimeException e) {
+      LOG.debugf("kv-store %s did not answer Stats: %s", store, e.getStatus());
+      channel(store).resetConnectBackoff();
+      return Optional.empty();
+    }
   }
 
-  private ManagedChannel channel() {
-    if (channel == null) {
-      synchronized (this) {
-        if (channel == null) channel = ManagedChannelBuilder.forTarget(storeAddress).usePlaintext().build();
-      }
-    }
-    return channel;
+  private ManagedChannel channel(String store) {
+    return channels.computeIfAbsent(store, a -> ManagedChannelBuilder.forTarget(a).usePlaintext().build());
   }
 
   @PreDestroy
   void close() {
-    if (channel != null) channel.shutdownNow();
+    if (poller != null) poller.shutdownNow();
+    channels.values().forEach(ManagedChannel::shutdownNow);
   }
 }

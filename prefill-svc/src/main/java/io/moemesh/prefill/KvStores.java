@@ -1,0 +1,88 @@
+package io.moemesh.prefill;
+
+import io.moemesh.proto.kvstore.v1.StatsResponse;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Function;
+
+/**
+ * Which kv-store a prompt's object goes to, when {@code moemesh.prefill.kv-store} lists several (one per store pod;
+ * the ticket carries the chosen one's address, and decode pulls from it). Each pick takes the store with the most
+ * free memory as its last {@link #refresh() Stats} said, minus what this replica has put there since — so a burst
+ * of prompts between two polls spreads over the stores instead of piling onto one. A store that did not answer its
+ * last Stats is skipped while another one answers; before any store has answered, the stores take turns.
+ */
+final class KvStores {
+  /** One store as this replica sees it. */
+  static final class Store {
+    final String address;
+    private volatile long free = Long.MIN_VALUE; // max − used bytes at the last answered Stats; MIN_VALUE: none yet
+    private volatile boolean answering = true;
+    private final AtomicLong putSinceStats = new AtomicLong();
+
+    Store(String address) {
+      this.address = address;
+    }
+
+    private boolean known() {
+      return answering && free != Long.MIN_VALUE;
+    }
+
+    private long expectedFree() {
+      return free - putSinceStats.get();
+    }
+  }
+
+  private final List<Store> stores;
+  private final Function<String, Optional<StatsResponse>> stats;
+  private final AtomicInteger turn = new AtomicInteger();
+
+  /**
+   * @param addresses the stores' gRPC addresses ({@code host:port}), as decode replicas reach them
+   * @param stats     a store's Stats, or empty when it does not answer
+   */
+  KvStores(List<String> addresses, Function<String, Optional<StatsResponse>> stats) {
+    if (addresses.isEmpty()) throw new IllegalArgumentException("moemesh.prefill.kv-store: no kv-store address given");
+    if (addresses.stream().distinct().count() != addresses.size())
+      throw new IllegalArgumentException("moemesh.prefill.kv-store lists a store twice: " + addresses);
+    this.stores = addresses.stream().map(Store::new).toList();
+    this.stats = stats;
+  }
+
+  /** {@code host:port[,host:port…]} as configured. */
+  static List<String> parse(String configured) {
+    return Arrays.stream(configured.split(",")).map(String::trim).filter(a -> !a.isEmpty()).toList();
+  }
+
+  /** The store for an object of {@code bytes}; counts them against that store until its next Stats. */
+  Store pick(long bytes) {
+    Store best = null;
+    for (Store s : stores) if (s.known() && (best == null || s.expectedFree() > best.expectedFree())) best = s;
+    if (best == null) { // nobody has answered (yet): take turns among those not known to be down
+      List<Store> candidates = stores.stream().filter(s -> s.answering).toList();
+      List<Store> from = candidates.isEmpty() ? stores : candidates;
+      best = from.get(Math.floorMod(turn.getAndIncrement(), from.size()));
+    }
+    best.putSinceStats.addAndGet(bytes);
+    return best;
+  }
+
+  /** Asks every store for its figures (on the poller's thread, never a request's). */
+  void refresh() {
+    for (Store s : stores) {
+      Optional<StatsResponse> answer = stats.apply(s.address);
+      s.answering = answer.isPresent();
+      answer.ifPresent(a -> {
+        s.putSinceStats.set(0);
+        s.free = a.getMaxBytes() - a.getUsedBytes();
+      });
+    }
+  }
+
+  List<Store> all() {
+    return stores;
+  }
+}
