@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The mesh against one engine process on the same cores (docs/performance.md, "Serving: the mesh against one
 # process"): the same `bench serve` workloads through the gateway of `bin/moemesh up --single` (one decode process
-# that computes the prompts itself) and of `bin/moemesh up --decode-replicas 1` (prefill + kv-store + one decode
-# replica, the cores split between the two engines), then the ratios mesh / single.
+# that computes the prompts itself) and of `bin/moemesh up --decode-replicas 1 --routed-shards 0` (prefill +
+# kv-store + one decode replica, experts inside the engines, the cores split between the two engines), then the
+# ratios mesh / single.
 #
 #   bench/serve-vs-single.sh [OUT_DIR]      (default docs/bench/serve; MOEMESH_HOME as for bin/moemesh)
 #
@@ -26,7 +27,7 @@ WORKLOADS=(
 )
 
 for shape in single mesh; do
-  if [[ $shape == single ]]; then up=${SINGLE_UP:---single}; else up=${MESH_UP:---decode-replicas 1}; fi
+  if [[ $shape == single ]]; then up=${SINGLE_UP:---single}; else up=${MESH_UP:---decode-replicas 1 --routed-shards 0}; fi
   # shellcheck disable=SC2086 # the options are words
   run_shape "$shape" $up
 done

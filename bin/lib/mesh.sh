@@ -68,7 +68,7 @@ await_mesh() {
 }
 
 cmd_up() {
-  local model='' replicas=2 prefills=1 stores=1 port=8000 detach=0 precision=int8 single=0 threads='' shards=2 shared=remote redundant=2 balance=60s
+  local model='' replicas=2 prefills=1 stores=1 port=8000 detach=0 precision=int8 single=0 threads='' shards=2 shared='' redundant=2 balance=60s
   while (($#)); do
     case $1 in
       --model) model=${2:?--model needs a directory}; shift 2 ;;
@@ -95,6 +95,7 @@ cmd_up() {
   [[ $shards =~ ^[0-9]+$ ]] || die_usage "up: --routed-shards must be a number (0: experts in the engines), got '$shards'"
   [[ $redundant =~ ^[0-9]+$ ]] || die_usage "up: --redundant-slots must be a number, got '$redundant'"
   [[ $balance =~ ^[0-9]+(ms|s|m|h)?$ ]] || die_usage "up: --balance-every must be a duration such as 60s or 0, got '$balance'"
+  [[ -n $shared ]] || { ((shards > 0)) && shared=remote || shared=local; } # the shared experts go where the routed go
   [[ $shared == local || $shared == remote ]] || die_usage "up: --shared-experts must be local or remote, got '$shared'"
   # --single: one engine process with its experts inside it, the baseline the mesh is measured against
   ((single)) && { replicas=1; shards=0; shared=local; }

@@ -238,6 +238,10 @@ class ExpertParallelMeshTest {
     assertThat(hidden).isPositive();
     assertThat(routing).as("expert offsets and token indices travel too").isPositive();
     assertThat(scales).as("one F32 scale per INT8 row").isEqualTo(hidden / 128 * 4); // tiny model: hidden size 128
+    // against a BF16 dispatch of the same tokens (2 bytes per element, the same routing): issue #6's ≤ 0.55×
+    System.out.printf("ExpertParallelMeshTest: dispatch %.3f of BF16 (hidden %.0f, scales %.0f, routing %.0f bytes)%n",
+        (hidden + scales + routing) / (2 * hidden + routing), hidden, scales, routing);
+    assertThat((hidden + scales + routing) / (2 * hidden + routing)).as("dispatch bytes ÷ a BF16 dispatch's").isLessThanOrEqualTo(0.55);
   }
 
   @Test

@@ -125,10 +125,10 @@ public class ExpertHost {
       Tensor hidden = WireTensors.read(frame.getHidden(), "hidden", 2, scratch);
       Tensor scales = frame.hasScales() ? WireTensors.read(frame.getScales(), "scales", DType.F32, 1, scratch) : null;
       checkLayer(frame.getLayerId(), hidden);
+      var groups = new ExpertDispatch.Groups(WireTensors.ints(frame.getExperts(), "experts", scratch),
+          WireTensors.ints(frame.getExpertEnds(), "expert_ends", scratch));
       var dispatch = new ExpertDispatch(frame.getLayerId(), frame.getPlacementVersion(), hidden, scales,
-          WireTensors.ints(frame.getExpertOffsets(), "expert_offsets", scratch), WireTensors.ints(frame.getTokenIndex(), "token_index", scratch));
-      if (dispatch.numExperts() != model.nRoutedExperts())
-        throw new IllegalArgumentException("expert_offsets covers " + dispatch.numExperts() + " experts, the model has " + model.nRoutedExperts());
+          groups.expertOffsets(model.nRoutedExperts()), WireTensors.ints(frame.getTokenIndex(), "token_index", scratch));
       Tensor out = h.weights().experts().compute(kernels, dispatch, scratch);
       int[] counts = new int[dispatch.numExperts()];
       for (int e = 0; e < counts.length; e++) counts[e] = dispatch.count(e);
@@ -139,7 +139,7 @@ public class ExpertHost {
       }
       metrics.frame("routed", frame.getSerializedSize(), dispatch.numAssignments(), System.nanoTime() - start);
       metrics.dispatchParts("routed", frame.getHidden().getData().size(), frame.getScales().getData().size(),
-          frame.getExpertOffsets().getData().size() + frame.getTokenIndex().getData().size());
+          frame.getExperts().getData().size() + frame.getExpertEnds().getData().size() + frame.getTokenIndex().getData().size());
       return CombineFrame.newBuilder().setSeq(frame.getSeq()).setOutputs(WireTensors.write(out)).build();
     } catch (RuntimeException e) {
       metrics.failed("routed");

@@ -11,6 +11,7 @@ import io.moemesh.model.ExpertWeights;
 import io.moemesh.model.ModelConfig;
 import io.moemesh.model.ModelConfigReader;
 import io.moemesh.model.moe.Placement;
+import io.moemesh.model.moe.ExpertDispatch;
 import io.moemesh.proto.expert.v1.CombineFrame;
 import io.moemesh.proto.expert.v1.DispatchFrame;
 import io.moemesh.proto.expert.v1.Experts;
@@ -141,7 +142,8 @@ class BalancerLoopTest {
       for (int e = 0; e < config.nRoutedExperts(); e++) offsets[e + 1] = e >= expert ? 64 : 0;
       for (int f = 0; f < frames; f++)
         batch.add(DispatchFrame.newBuilder().setSeq(f).setLayerId(layer).setPlacementVersion(version).setHidden(WireTensors.write(hidden))
-            .setScales(WireTensors.write(scales)).setExpertOffsets(ints(arena, offsets)).setTokenIndex(ints(arena, IntStream.range(0, 64).toArray()))
+            .setScales(WireTensors.write(scales)).setExperts(ints(arena, ExpertDispatch.Groups.of(offsets).experts()))
+            .setExpertEnds(ints(arena, ExpertDispatch.Groups.of(offsets).ends())).setTokenIndex(ints(arena, IntStream.range(0, 64).toArray()))
             .build());
     }
     List<CombineFrame> answers = experts.dispatch(Multi.createFrom().iterable(batch)).collect().asList().await().atMost(TIMEOUT);

@@ -103,12 +103,15 @@ class ExpertsServiceTest {
       var wrongExpert = frame(1, dispatch(arena, 2, new int[] {notHeld}, 5));
       var denseLayer = good.toBuilder().setSeq(2).setLayerId(IntStream.range(0, 99).filter(i -> !config.isMoeLayer(i)).findFirst().orElseThrow()).build();
       var truncated = good.toBuilder().setSeq(4).setHidden(good.getHidden().toBuilder().setData(good.getHidden().getData().substring(1))).build();
-      List<CombineFrame> answers = send(List.of(wrongExpert, denseLayer, good, truncated));
+      var unknownExpert = good.toBuilder().setSeq(5).setExperts(ints(new int[] {config.nRoutedExperts()}))
+          .setExpertEnds(ints(new int[] {good.getTokenIndex().getShape(0) > 0 ? (int) good.getTokenIndex().getShape(0) : 1})).build();
+      List<CombineFrame> answers = send(List.of(wrongExpert, denseLayer, good, truncated, unknownExpert));
       assertThat(answers.get(0).getError()).contains("expert " + notHeld).contains("not held");
       assertThat(answers.get(1).getError()).contains("not a MoE layer");
       assertThat(answers.get(2).getError()).isEmpty();
       assertThat(answers.get(2).hasOutputs()).isTrue();
       assertThat(answers.get(3).getError()).contains("hidden").contains("bytes");
+      assertThat(answers.get(4).getError()).contains("expert " + config.nRoutedExperts()).contains("outside the " + config.nRoutedExperts() + " experts");
     }
   }
 
@@ -200,7 +203,8 @@ class ExpertsServiceTest {
   private static DispatchFrame frame(long seq, ExpertDispatch d) {
     return DispatchFrame.newBuilder().setSeq(seq).setLayerId(d.layerId()).setPlacementVersion(d.placementVersion())
         .setHidden(WireTensors.write(d.hidden())).setScales(WireTensors.write(d.scales()))
-        .setExpertOffsets(ints(d.expertOffsets())).setTokenIndex(ints(d.tokenIndex())).build();
+        .setExperts(ints(ExpertDispatch.Groups.of(d.expertOffsets()).experts()))
+        .setExpertEnds(ints(ExpertDispatch.Groups.of(d.expertOffsets()).ends())).setTokenIndex(ints(d.tokenIndex())).build();
   }
 
   private static io.moemesh.proto.common.v1.Tensor ints(int[] values) {

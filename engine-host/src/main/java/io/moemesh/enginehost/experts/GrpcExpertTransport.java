@@ -117,7 +117,9 @@ public final class GrpcExpertTransport implements ExpertTransport {
   @Override
   public CompletableFuture<ExpertOutputs> routed(int shard, ExpertDispatch d) {
     var b = DispatchFrame.newBuilder().setLayerId(d.layerId()).setPlacementVersion(d.placementVersion()).setHidden(wire(d.hidden()))
-        .setExpertOffsets(ints(d.expertOffsets())).setTokenIndex(ints(d.tokenIndex()));
+        .setTokenIndex(ints(d.tokenIndex()));
+    var groups = ExpertDispatch.Groups.of(d.expertOffsets());
+    b.setExperts(ints(groups.experts())).setExpertEnds(ints(groups.ends()));
     if (d.scales() != null) b.setScales(wire(d.scales()));
     return shards[shard].send(seq -> b.setSeq(seq).build());
   }

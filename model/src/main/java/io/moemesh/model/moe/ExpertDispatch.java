@@ -40,4 +40,43 @@ public record ExpertDispatch(int layerId, long placementVersion, Tensor hidden, 
   public int count(int expert) {
     return expertOffsets[expert + 1] - expertOffsets[expert];
   }
+
+  /**
+   * The expert offsets as they travel: only the experts with assignments here. A frame reaches one shard, which
+   * holds a few of the experts, so the dense form ({@code numExperts + 1} offsets) would outweigh a one-token
+   * frame's routing.
+   *
+   * @param experts the experts with assignments, ascending
+   * @param ends    expert {@code experts[g]}'s assignments end at {@code ends[g]} (and start at {@code ends[g - 1]}, or 0)
+   */
+  public record Groups(int[] experts, int[] ends) {
+    /** The experts with assignments in {@code expertOffsets}. */
+    public static Groups of(int[] expertOffsets) {
+      int n = 0;
+      for (int e = 0; e + 1 < expertOffsets.length; e++) if (expertOffsets[e + 1] > expertOffsets[e]) n++;
+      int[] experts = new int[n], ends = new int[n];
+      for (int e = 0, g = 0; e + 1 < expertOffsets.length; e++) {
+        if (expertOffsets[e + 1] == expertOffsets[e]) continue;
+        experts[g] = e;
+        ends[g++] = expertOffsets[e + 1];
+      }
+      return new Groups(experts, ends);
+    }
+
+    /** The dense offsets over {@code numExperts}; bad groups are an IllegalArgumentException saying what is wrong. */
+    public int[] expertOffsets(int numExperts) {
+      if (experts.length != ends.length) throw new IllegalArgumentException(experts.length + " experts but " + ends.length + " group ends");
+      int[] offsets = new int[numExperts + 1];
+      int next = 0, end = 0;
+      for (int g = 0; g < experts.length; g++) {
+        int e = experts[g];
+        if (e < next || e >= numExperts) throw new IllegalArgumentException("expert " + e + " is out of order or outside the " + numExperts + " experts");
+        if (ends[g] <= end) throw new IllegalArgumentException("expert " + e + "'s assignments end at " + ends[g] + ", not after " + end);
+        for (; next <= e; next++) offsets[next] = end;
+        end = ends[g];
+      }
+      for (; next <= numExperts; next++) offsets[next] = end;
+      return offsets;
+    }
+  }
 }
