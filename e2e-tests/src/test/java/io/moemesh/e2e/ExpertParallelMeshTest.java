@@ -71,6 +71,7 @@ class ExpertParallelMeshTest {
   static Path model;
   static final List<String> SHARD_PROPS = new ArrayList<>();
   static ServiceProcess shard0, shard1, shared, kvStore, prefill, decode0, decode1, gateway;
+  static List<String> shard0Props; // shard 0 runs the balancer
   static ManagedChannel decodeChannel;
   static LoadedEngine reference;
 
@@ -86,8 +87,9 @@ class ExpertParallelMeshTest {
     List<String> expert = List.of("moemesh.expert.model-dir=" + model, "moemesh.expert.threads=1", "moemesh.expert.num-shards=2",
         "moemesh.expert.redundant-slots=2");
     int[] shardGrpc = {ServiceProcess.freePort(), ServiceProcess.freePort()};
-    shard0 = ServiceProcess.start("expert-svc", "expert-routed-0", with(expert, "moemesh.expert.shard=0", "moemesh.expert.balancer.interval=1s",
-        "moemesh.expert.peers=localhost:" + shardGrpc[0] + ",localhost:" + shardGrpc[1]), ServiceProcess.freePort(), shardGrpc[0]);
+    shard0Props = with(expert, "moemesh.expert.shard=0", "moemesh.expert.balancer.interval=1s",
+        "moemesh.expert.peers=localhost:" + shardGrpc[0] + ",localhost:" + shardGrpc[1]);
+    shard0 = ServiceProcess.start("expert-svc", "expert-routed-0", shard0Props, ServiceProcess.freePort(), shardGrpc[0]);
     shard1 = ServiceProcess.start("expert-svc", "expert-routed-1", with(expert, "moemesh.expert.shard=1"), ServiceProcess.freePort(), shardGrpc[1]);
     shared = ServiceProcess.start("expert-svc", "expert-shared", with(expert, "moemesh.expert.role=shared"));
     kvStore = ServiceProcess.start("kv-store", "kv-store-ep", List.of("moemesh.kv-store.max-bytes=64M"));
@@ -265,6 +267,29 @@ class ExpertParallelMeshTest {
     shard1.awaitReady(READY);
     awaitPlacementsAgree(); // it starts on the initial placement: the balancer re-prepares it with the active slots
     assertThat(decodeHere("after", p)).as("the restarted shard serves again, nothing else restarted").isEqualTo(expected);
+  }
+
+  /** Shard 0 runs the balancer: restarted, it resumes the placement the replicas use, not its starting one. */
+  @Test
+  @Order(4)
+  void aRestartedShardZeroResumesTheBalancedPlacement() throws Exception {
+    int[] p = prompt(78, 20);
+    var expected = IntStream.of(reference.engine().submit(GenerationRequest.of("z", p, SamplingParams.greedy(), 8))
+        .await(Duration.ofSeconds(60)).tokenIds()).boxed().toList();
+    awaitPlacementsAgree();
+    Placement before = placement(info(shard0).getActivePlacement());
+    Placement initial = ExpertWeights.initialPlacement(reference.model().config(), 2, 2);
+    assertThat(before.withVersion(0)).as("the balancer moved experts earlier in this class").isNotEqualTo(initial);
+
+    int http = shard0.httpPort, grpc = shard0.grpcPort;
+    shard0.kill();
+    shard0 = ServiceProcess.start("expert-svc", "expert-routed-0", shard0Props, http, grpc);
+    shard0.awaitReady(READY);
+    awaitPlacementsAgree();
+    Placement after = placement(info(shard0).getActivePlacement());
+    assertThat(after.version()).isGreaterThan(before.version());
+    assertThat(after.withVersion(before.version())).as("the slots the replicas used before the restart").isEqualTo(before);
+    assertThat(decodeHere("after shard 0", p)).isEqualTo(expected);
   }
 
   private List<Integer> decodeHere(String id, int[] prompt) {

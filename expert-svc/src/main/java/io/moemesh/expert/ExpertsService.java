@@ -55,6 +55,7 @@ public class ExpertsService implements Experts {
         if (held.placement().isMoeLayer(layer))
           b.addHeld(LayerExperts.newBuilder().setLayerId(layer)
               .addAllExperts(Arrays.stream(held.placement().expertsOnShard(layer, c.shard())).boxed().toList()));
+      b.setPreparedPlacement(PlacementTables.toProto(held.placement()));
       balancer.active().ifPresent(p -> b.setActivePlacement(PlacementTables.toProto(p)));
       return b.build();
     });

@@ -32,7 +32,10 @@ import java.util.concurrent.Future;
  * round every shard holds both the active experts and the target's; replicas switch only once every shard has
  * them; and the next round, which drops the old ones, waits until no shard has seen frames of an older version
  * for {@code settle}. A shard that failed a Prepare, or restarted with its starting placement, is re-prepared
- * with the active slots under a new version (replicas switch to that version: same slots, same results).
+ * with the active slots under a new version (replicas switch to that version: same slots, same results). A
+ * balancer that restarted (shard 0) knows only its starting placement: it resumes the newest placement a shard has
+ * prepared when the replicas dispatch with it (Info's prepared_placement, Load's placements in use), so a
+ * restart does not undo the balancing.
  *
  * <p>Not thread-safe: one thread runs the rounds; {@link #active()} may be read from any thread.
  */
@@ -80,6 +83,7 @@ final class PlacementCoordinator {
   Round round() {
     Placement current = active;
     boolean repair = false;
+    PlacementTable newestPrepared = null; // a restarted balancer's candidate to resume
     for (int s = 0; s < shards.size(); s++) {
       ExpertServiceInfo info;
       try {
@@ -92,7 +96,10 @@ final class PlacementCoordinator {
             + info.getNumShards() + ", expected routed shard " + s + " of " + shards.size());
       newestVersion = Math.max(newestVersion, info.getPlacementVersion());
       repair |= info.getPlacementVersion() != current.version();
+      if (info.hasPreparedPlacement() && (newestPrepared == null || info.getPreparedPlacement().getVersion() > newestPrepared.getVersion()))
+        newestPrepared = info.getPreparedPlacement();
     }
+    long newestInUse = -1; // the newest version attention replicas dispatch with: a published one
     long[][] load = new long[current.numLayers()][];
     for (int layer = 0; layer < load.length; layer++) if (current.isMoeLayer(layer)) load[layer] = new long[current.numExperts()];
     long[] shardTokens = new long[shards.size()];
@@ -103,6 +110,7 @@ final class PlacementCoordinator {
       } catch (RuntimeException e) {
         return stopped(Outcome.SKIPPED, current, message(e));
       }
+      for (PlacementInUse use : report.getPlacementsInUseList()) newestInUse = Math.max(newestInUse, use.getPlacementVersion());
       for (PlacementInUse use : report.getPlacementsInUseList())
         if (use.getPlacementVersion() < current.version() && use.getIdleMillis() < policy.settle().toMillis())
           return stopped(Outcome.SETTLING, current, shards.get(s).name() + " served placement version " + use.getPlacementVersion() + " "
@@ -118,7 +126,22 @@ final class PlacementCoordinator {
     double after = ExpertBalancer.balancedness(load, proposed);
     long moeLayers = Arrays.stream(load).filter(Objects::nonNull).count(), tokens = Arrays.stream(shardTokens).sum();
     Placement target;
-    if (repair) target = current.withVersion(newestVersion + 1);
+    if (repair) {
+      Placement resumed = resumable(newestPrepared, newestInUse, current);
+      String from = "the slots of version " + current.version();
+      if (resumed != null) {
+        current = resumed; // the balancer restarted: the replicas use these slots, not its starting ones
+        from = "the slots of version " + resumed.version() + ", which the replicas use (resumed)";
+      }
+      target = current.withVersion(newestVersion + 1);
+      newestVersion = target.version();
+      String failures = prepareEverywhere(target);
+      if (!failures.isEmpty())
+        return new Round(Outcome.FAILED, active, before, after, shardTokens, "version " + target.version() + " not published: " + failures);
+      active = target;
+      return new Round(Outcome.REPAIRED, target, before, after, shardTokens, "version " + target.version() + " re-prepares " + from
+          + " on every shard");
+    }
     else if (tokens < policy.minTokensPerLayer() * moeLayers || PlacementTables.sameSlots(proposed, current) || after - before < policy.minGain())
       return new Round(Outcome.UNCHANGED, current, before, after, shardTokens,
           "balancedness " + fmt(before) + ", proposed " + fmt(after) + ", " + tokens + " routed tokens in the window");
@@ -128,11 +151,25 @@ final class PlacementCoordinator {
     if (!failures.isEmpty())
       return new Round(Outcome.FAILED, current, before, after, shardTokens, "version " + target.version() + " not published: " + failures);
     active = target;
-    return repair
-        ? new Round(Outcome.REPAIRED, target, before, after, shardTokens,
-            "version " + target.version() + " re-prepares the slots of version " + current.version() + " on every shard")
-        : new Round(Outcome.PUBLISHED, target, before, after, shardTokens,
-            "version " + target.version() + ": balancedness " + fmt(before) + " → " + fmt(after));
+    return new Round(Outcome.PUBLISHED, target, before, after, shardTokens,
+        "version " + target.version() + ": balancedness " + fmt(before) + " → " + fmt(after));
+  }
+
+  /**
+   * The placement a restarted balancer resumes: the newest one a shard has prepared, if it is newer than what this
+   * balancer knows and the replicas already dispatch with it (so it was published: the replicas switch only to
+   * published placements) and it has this mesh's shape; else null.
+   */
+  private static Placement resumable(PlacementTable newestPrepared, long newestInUse, Placement known) {
+    if (newestPrepared == null || newestPrepared.getVersion() <= known.version() || newestPrepared.getVersion() != newestInUse) return null;
+    try {
+      Placement p = PlacementTables.fromProto(newestPrepared, known.numLayers());
+      boolean sameShape = p.numShards() == known.numShards() && p.numExperts() == known.numExperts() && p.numSlots() == known.numSlots();
+      for (int layer = 0; sameShape && layer < known.numLayers(); layer++) sameShape = p.isMoeLayer(layer) == known.isMoeLayer(layer);
+      return sameShape ? p : null;
+    } catch (IllegalArgumentException e) {
+      return null;
+    }
   }
 
   /** Prepares {@code target} on every shard at once; returns why some did not answer, or "" when all did. */

@@ -167,6 +167,39 @@ class PlacementCoordinatorTest {
       assertThat(r.outcome()).as("shards hold version 1, it knows version 0").isEqualTo(Outcome.REPAIRED);
       assertThat(r.active().version()).isEqualTo(2);
     }
+
+    @Test
+    void aRestartedShardZeroResumesThePlacementTheReplicasUse() {
+      skew(1000);
+      Placement v1 = round().active();
+      assertThat(PlacementTables.sameSlots(v1, INITIAL)).isFalse();
+      for (FakeShard s : shards) s.inUse = List.of(use(1, 10)); // the replicas dispatch with version 1
+      shards.get(0).restart(); // shard 0 and its balancer start over from the initial placement
+      coordinator = new PlacementCoordinator(new ArrayList<>(shards), INITIAL, POLICY);
+      Round r = round();
+      assertThat(r.outcome()).as(r.detail()).isEqualTo(Outcome.REPAIRED);
+      assertThat(r.detail()).contains("resumed");
+      assertThat(r.active().version()).isEqualTo(2);
+      assertThat(PlacementTables.sameSlots(r.active(), v1)).as("version 1's slots, not the initial ones").isTrue();
+    }
+
+    @Test
+    void aPreparedPlacementTheReplicasNeverUsedIsNotResumed() {
+      skew(1000);
+      round(); // version 1 published
+      shards.get(1).failPrepare = true;
+      skew(10);
+      shards.get(1).tokens = new long[] {500, 10, 10, 10, 10, 10, 10, 10};
+      assertThat(round().outcome()).isEqualTo(Outcome.FAILED); // version 2 prepared on shard 0 only, never published
+      shards.get(1).failPrepare = false;
+      for (FakeShard s : shards) s.inUse = List.of(use(1, 10));
+      Placement v1 = coordinator.active();
+      coordinator = new PlacementCoordinator(new ArrayList<>(shards), INITIAL, POLICY);
+      Round r = round();
+      assertThat(r.outcome()).isEqualTo(Outcome.REPAIRED);
+      assertThat(r.detail()).doesNotContain("resumed");
+      assertThat(PlacementTables.sameSlots(r.active(), v1)).as("not version 2's slots").isFalse();
+    }
   }
 
   @Nested
@@ -236,7 +269,7 @@ class PlacementCoordinatorTest {
     public ExpertServiceInfo info() {
       if (down) throw new IllegalStateException(name() + " is down");
       return ExpertServiceInfo.newBuilder().setRole(ExpertRole.EXPERT_ROLE_ROUTED).setShard(index).setNumShards(SHARDS)
-          .setPlacementVersion(newest.version()).build();
+          .setPlacementVersion(newest.version()).setPreparedPlacement(PlacementTables.toProto(newest)).build();
     }
 
     @Override
