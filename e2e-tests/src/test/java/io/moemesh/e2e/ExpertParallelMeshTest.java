@@ -247,7 +247,7 @@ class ExpertParallelMeshTest {
   }
 
   @Test
-  @Order(3)
+  @Order(4)
   void aKilledShardFailsWhatNeedsItWithAClearErrorAndRejoinsWhenRestarted() throws Exception {
     int[] p = prompt(77, 20);
     var expected = IntStream.of(reference.engine().submit(GenerationRequest.of("k", p, SamplingParams.greedy(), 8))
@@ -269,9 +269,12 @@ class ExpertParallelMeshTest {
     assertThat(decodeHere("after", p)).as("the restarted shard serves again, nothing else restarted").isEqualTo(expected);
   }
 
-  /** Shard 0 runs the balancer: restarted, it resumes the placement the replicas use, not its starting one. */
+  /**
+   * Shard 0 runs the balancer: restarted, it resumes the placement the replicas use, not its starting one. Before
+   * the shard-1 restart below, whose lost counts make the balancer move experts again.
+   */
   @Test
-  @Order(4)
+  @Order(3)
   void aRestartedShardZeroResumesTheBalancedPlacement() throws Exception {
     int[] p = prompt(78, 20);
     var expected = IntStream.of(reference.engine().submit(GenerationRequest.of("z", p, SamplingParams.greedy(), 8))
@@ -283,7 +286,9 @@ class ExpertParallelMeshTest {
 
     int http = shard0.httpPort, grpc = shard0.grpcPort;
     shard0.kill();
-    shard0 = ServiceProcess.start("expert-svc", "expert-routed-0", shard0Props, http, grpc);
+    // its load window starts empty: a minimum no window reaches keeps it from moving experts on half the counts,
+    // so what it publishes is what it resumed
+    shard0 = ServiceProcess.start("expert-svc", "expert-routed-0", with(shard0Props, "moemesh.expert.balancer.min-tokens=1000000000"), http, grpc);
     shard0.awaitReady(READY);
     awaitPlacementsAgree();
     Placement after = placement(info(shard0).getActivePlacement());

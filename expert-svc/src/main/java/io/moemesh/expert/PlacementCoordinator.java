@@ -34,8 +34,7 @@ import java.util.concurrent.Future;
  * for {@code settle}. A shard that failed a Prepare, or restarted with its starting placement, is re-prepared
  * with the active slots under a new version (replicas switch to that version: same slots, same results). A
  * balancer that restarted (shard 0) knows only its starting placement: it resumes the newest placement a shard has
- * prepared when the replicas dispatch with it (Info's prepared_placement, Load's placements in use), so a
- * restart does not undo the balancing.
+ * prepared (Info's prepared_placement), so a restart does not undo the balancing.
  *
  * <p>Not thread-safe: one thread runs the rounds; {@link #active()} may be read from any thread.
  */
@@ -61,6 +60,7 @@ final class PlacementCoordinator {
   private final Policy policy;
   private volatile Placement active;
   private long newestVersion; // the highest version any shard holds or was asked to prepare: never reused
+  private boolean fresh = true; // no round has got to a decision yet: the shards may hold a newer placement than `active`
 
   /**
    * @param shards every routed shard, in shard order
@@ -99,7 +99,6 @@ final class PlacementCoordinator {
       if (info.hasPreparedPlacement() && (newestPrepared == null || info.getPreparedPlacement().getVersion() > newestPrepared.getVersion()))
         newestPrepared = info.getPreparedPlacement();
     }
-    long newestInUse = -1; // the newest version attention replicas dispatch with: a published one
     long[][] load = new long[current.numLayers()][];
     for (int layer = 0; layer < load.length; layer++) if (current.isMoeLayer(layer)) load[layer] = new long[current.numExperts()];
     long[] shardTokens = new long[shards.size()];
@@ -110,7 +109,6 @@ final class PlacementCoordinator {
       } catch (RuntimeException e) {
         return stopped(Outcome.SKIPPED, current, message(e));
       }
-      for (PlacementInUse use : report.getPlacementsInUseList()) newestInUse = Math.max(newestInUse, use.getPlacementVersion());
       for (PlacementInUse use : report.getPlacementsInUseList())
         if (use.getPlacementVersion() < current.version() && use.getIdleMillis() < policy.settle().toMillis())
           return stopped(Outcome.SETTLING, current, shards.get(s).name() + " served placement version " + use.getPlacementVersion() + " "
@@ -126,42 +124,38 @@ final class PlacementCoordinator {
     double after = ExpertBalancer.balancedness(load, proposed);
     long moeLayers = Arrays.stream(load).filter(Objects::nonNull).count(), tokens = Arrays.stream(shardTokens).sum();
     Placement target;
+    String change;
     if (repair) {
-      Placement resumed = resumable(newestPrepared, newestInUse, current);
-      String from = "the slots of version " + current.version();
-      if (resumed != null) {
-        current = resumed; // the balancer restarted: the replicas use these slots, not its starting ones
-        from = "the slots of version " + resumed.version() + ", which the replicas use (resumed)";
-      }
-      target = current.withVersion(newestVersion + 1);
-      newestVersion = target.version();
-      String failures = prepareEverywhere(target);
-      if (!failures.isEmpty())
-        return new Round(Outcome.FAILED, active, before, after, shardTokens, "version " + target.version() + " not published: " + failures);
-      active = target;
-      return new Round(Outcome.REPAIRED, target, before, after, shardTokens, "version " + target.version() + " re-prepares " + from
-          + " on every shard");
-    }
-    else if (tokens < policy.minTokensPerLayer() * moeLayers || PlacementTables.sameSlots(proposed, current) || after - before < policy.minGain())
+      Placement resumed = fresh ? resumable(newestPrepared, current) : null; // non-null: this balancer restarted
+      Placement slots = resumed != null ? resumed : current;
+      target = slots.withVersion(newestVersion + 1);
+      change = "version " + target.version() + " re-prepares the slots of version " + slots.version()
+          + (resumed != null ? " (resumed from the shards)" : "") + " on every shard";
+    } else if (tokens < policy.minTokensPerLayer() * moeLayers || PlacementTables.sameSlots(proposed, current) || after - before < policy.minGain()) {
+      fresh = false;
       return new Round(Outcome.UNCHANGED, current, before, after, shardTokens,
           "balancedness " + fmt(before) + ", proposed " + fmt(after) + ", " + tokens + " routed tokens in the window");
-    else target = proposed.withVersion(newestVersion + 1);
+    } else {
+      target = proposed.withVersion(newestVersion + 1);
+      change = "version " + target.version() + ": balancedness " + fmt(before) + " → " + fmt(after);
+    }
+    fresh = false; // from here on this coordinator knows what it prepared
     newestVersion = target.version();
     String failures = prepareEverywhere(target);
     if (!failures.isEmpty())
       return new Round(Outcome.FAILED, current, before, after, shardTokens, "version " + target.version() + " not published: " + failures);
     active = target;
-    return new Round(Outcome.PUBLISHED, target, before, after, shardTokens,
-        "version " + target.version() + ": balancedness " + fmt(before) + " → " + fmt(after));
+    return new Round(repair ? Outcome.REPAIRED : Outcome.PUBLISHED, target, before, after, shardTokens, change);
   }
 
   /**
-   * The placement a restarted balancer resumes: the newest one a shard has prepared, if it is newer than what this
-   * balancer knows and the replicas already dispatch with it (so it was published: the replicas switch only to
-   * published placements) and it has this mesh's shape; else null.
+   * The placement a balancer resumes in its first round: the newest one a shard has prepared, if it is newer than what this
+   * balancer knows and has this mesh's shape; else null. It was published unless the round that prepared it failed;
+   * either way re-preparing its slots everywhere is as safe as re-preparing this balancer's own (a shard keeps its
+   * newest two placements), and it keeps the balancing the replicas had.
    */
-  private static Placement resumable(PlacementTable newestPrepared, long newestInUse, Placement known) {
-    if (newestPrepared == null || newestPrepared.getVersion() <= known.version() || newestPrepared.getVersion() != newestInUse) return null;
+  private static Placement resumable(PlacementTable newestPrepared, Placement known) {
+    if (newestPrepared == null || newestPrepared.getVersion() <= known.version()) return null;
     try {
       Placement p = PlacementTables.fromProto(newestPrepared, known.numLayers());
       boolean sameShape = p.numShards() == known.numShards() && p.numExperts() == known.numExperts() && p.numSlots() == known.numSlots();
