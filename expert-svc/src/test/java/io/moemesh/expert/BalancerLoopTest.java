@@ -140,10 +140,11 @@ class BalancerLoopTest {
       for (int t = 0; t < 64; t++) scales.setFloat(t, 0.01f);
       int[] offsets = new int[config.nRoutedExperts() + 1];
       for (int e = 0; e < config.nRoutedExperts(); e++) offsets[e + 1] = e >= expert ? 64 : 0;
+      var groups = ExpertDispatch.Groups.of(offsets);
       for (int f = 0; f < frames; f++)
         batch.add(DispatchFrame.newBuilder().setSeq(f).setLayerId(layer).setPlacementVersion(version).setHidden(WireTensors.write(hidden))
-            .setScales(WireTensors.write(scales)).setExperts(ints(arena, ExpertDispatch.Groups.of(offsets).experts()))
-            .setExpertEnds(ints(arena, ExpertDispatch.Groups.of(offsets).ends())).setTokenIndex(ints(arena, IntStream.range(0, 64).toArray()))
+            .setScales(WireTensors.write(scales)).setExperts(ints(arena, groups.experts()))
+            .setExpertEnds(ints(arena, groups.ends())).setTokenIndex(ints(arena, IntStream.range(0, 64).toArray()))
             .build());
     }
     List<CombineFrame> answers = experts.dispatch(Multi.createFrom().iterable(batch)).collect().asList().await().atMost(TIMEOUT);

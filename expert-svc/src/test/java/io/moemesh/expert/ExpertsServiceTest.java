@@ -104,7 +104,7 @@ class ExpertsServiceTest {
       var denseLayer = good.toBuilder().setSeq(2).setLayerId(IntStream.range(0, 99).filter(i -> !config.isMoeLayer(i)).findFirst().orElseThrow()).build();
       var truncated = good.toBuilder().setSeq(4).setHidden(good.getHidden().toBuilder().setData(good.getHidden().getData().substring(1))).build();
       var unknownExpert = good.toBuilder().setSeq(5).setExperts(ints(new int[] {config.nRoutedExperts()}))
-          .setExpertEnds(ints(new int[] {good.getTokenIndex().getShape(0) > 0 ? (int) good.getTokenIndex().getShape(0) : 1})).build();
+          .setExpertEnds(ints(new int[] {(int) good.getTokenIndex().getShape(0)})).build();
       List<CombineFrame> answers = send(List.of(wrongExpert, denseLayer, good, truncated, unknownExpert));
       assertThat(answers.get(0).getError()).contains("expert " + notHeld).contains("not held");
       assertThat(answers.get(1).getError()).contains("not a MoE layer");
@@ -201,10 +201,10 @@ class ExpertsServiceTest {
   }
 
   private static DispatchFrame frame(long seq, ExpertDispatch d) {
+    var groups = ExpertDispatch.Groups.of(d.expertOffsets());
     return DispatchFrame.newBuilder().setSeq(seq).setLayerId(d.layerId()).setPlacementVersion(d.placementVersion())
         .setHidden(WireTensors.write(d.hidden())).setScales(WireTensors.write(d.scales()))
-        .setExperts(ints(ExpertDispatch.Groups.of(d.expertOffsets()).experts()))
-        .setExpertEnds(ints(ExpertDispatch.Groups.of(d.expertOffsets()).ends())).setTokenIndex(ints(d.tokenIndex())).build();
+        .setExperts(ints(groups.experts())).setExpertEnds(ints(groups.ends())).setTokenIndex(ints(d.tokenIndex())).build();
   }
 
   private static io.moemesh.proto.common.v1.Tensor ints(int[] values) {

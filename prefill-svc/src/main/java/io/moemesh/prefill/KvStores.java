@@ -82,7 +82,7 @@ final class KvStores {
     }
   }
 
-  List<Store> all() {
-    return stores;
+  int size() {
+    return stores.size();
   }
 }

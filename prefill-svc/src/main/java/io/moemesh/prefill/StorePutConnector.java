@@ -62,7 +62,7 @@ public class StorePutConnector implements KvConnector {
   @PostConstruct
   void start() {
     stores = new KvStores(KvStores.parse(storeAddresses), this::stats);
-    if (stores.all().size() > 1) { // one store is always the pick
+    if (stores.size() > 1) { // one store is always the pick
       poller = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().name("kv-store-stats").daemon().factory());
       poller.scheduleWithFixedDelay(stores::refresh, 0, poll.toMillis(), TimeUnit.MILLISECONDS);
     }
