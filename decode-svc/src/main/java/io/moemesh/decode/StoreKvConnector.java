@@ -5,16 +5,13 @@ import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
 import io.grpc.Status;
 import io.grpc.stub.ClientCallStreamObserver;
-import io.grpc.stub.ClientResponseObserver;
 import io.grpc.stub.StreamObserver;
 import io.moemesh.engine.KvConnector;
+import io.moemesh.enginehost.kv.StoreLoad;
 import io.moemesh.enginehost.telemetry.KvTransfer;
 import io.moemesh.enginehost.telemetry.KvTransferMetrics.FailureReason;
 import io.moemesh.enginehost.telemetry.KvTransfers;
-import io.moemesh.kernels.DType;
-import io.moemesh.proto.common.v1.Tensor;
 import io.moemesh.proto.kvstore.v1.GetRequest;
-import io.moemesh.proto.kvstore.v1.GetResponse;
 import io.moemesh.proto.kvstore.v1.KvStoreGrpc;
 import io.moemesh.proto.kvstore.v1.ReleaseRequest;
 import io.moemesh.proto.kvstore.v1.ReleaseResponse;
@@ -115,8 +112,8 @@ public class StoreKvConnector implements KvConnector {
       transfer.traced = traced;
     }
     Consumer<String> finished = failure -> {
-      // a failed load releases the object (nobody else reads it), unless abandon did already
-      if (transfers.remove(requestId, transfer) && failure != null) release(ticket, traced);
+      // loaded: the store may drop it; failed: nobody else reads it — unless abandon released it already
+      if (transfers.remove(requestId, transfer) || failure == null) release(ticket, traced);
       done.accept(failure);
     };
     if (ticket.getNumTokens() != numTokens) {
@@ -125,100 +122,18 @@ public class StoreKvConnector implements KvConnector {
       finished.accept(failure);
       return;
     }
-    var stub = KvStoreGrpc.newStub(channel(ticket.getStoreAddress())).withDeadlineAfter(LOAD_DEADLINE_SECONDS, TimeUnit.SECONDS)
-        .withInterceptors(traced.tracing());
-    stub.get(GetRequest.newBuilder().setKey(ticket.getObjectKey()).build(), new Receiver(transfer, traced, numTokens, sink, finished));
+    var stub = KvStoreGrpc.newStub(channel(ticket.getStoreAddress())).withDeadlineAfter(LOAD_DEADLINE_SECONDS, TimeUnit.SECONDS);
+    StoreLoad.start(stub, ticket.getObjectKey(), ticket.getStoreAddress(), true, numTokens, sink, traced, call -> register(transfer, call), finished);
   }
 
-  /** Checks each frame against the engine's cache, writes it, and reports once. */
-  private final class Receiver implements ClientResponseObserver<GetRequest, GetResponse> {
-    private final Transfer transfer;
-    private final KvTransfer traced;
-    private final KvTicket ticket;
-    private final int numTokens;
-    private final KvSink sink;
-    private final Consumer<String> done;
-    private final long[] rowsPerLayer;
-    private volatile String failure;
-
-    Receiver(Transfer transfer, KvTransfer traced, int numTokens, KvSink sink, Consumer<String> done) {
-      this.transfer = transfer;
-      this.traced = traced;
-      this.ticket = transfer.ticket;
-      this.numTokens = numTokens;
-      this.sink = sink;
-      this.done = done;
-      this.rowsPerLayer = new long[sink.numLayers()];
+  /** Registers the Get so {@link #abandon} can cancel it; one abandoned meanwhile is cancelled at once. */
+  private static void register(Transfer transfer, ClientCallStreamObserver<GetRequest> call) {
+    boolean abandoned;
+    synchronized (transfer) {
+      transfer.get = call;
+      abandoned = transfer.abandoned;
     }
-
-    /** Registers the Get so {@link #abandon} can cancel it; one abandoned meanwhile is cancelled at once. */
-    @Override
-    public void beforeStart(ClientCallStreamObserver<GetRequest> call) {
-      boolean abandoned;
-      synchronized (transfer) {
-        transfer.get = call;
-        abandoned = transfer.abandoned;
-      }
-      if (abandoned) call.cancel("the request ended before its KV was loaded", null);
-    }
-
-    @Override
-    public void onNext(GetResponse frame) {
-      if (failure != null) return;
-      try {
-        if (frame.hasInfo()) {
-          var layout = frame.getInfo().getLayout();
-          if (layout.getNumLayers() != sink.numLayers() || layout.getLatentDim() != sink.latentDim()
-              || layout.getNumTokens() != numTokens || !dtypeMatches(layout.getDtype()))
-            throw new IllegalArgumentException("object " + ticket.getObjectKey() + " has layout " + layout.toString().replace('\n', ' ')
-                + " but this engine needs " + sink.numLayers() + " layers × " + numTokens + " tokens × " + sink.latentDim() + " " + sink.dtype());
-        } else if (frame.hasLayer()) {
-          var layer = frame.getLayer();
-          Tensor rows = layer.getRows();
-          if (!dtypeMatches(rows.getDtype()) || rows.getShapeCount() != 2 || rows.getShape(1) != sink.latentDim())
-            throw new IllegalArgumentException("layer " + layer.getLayerId() + " rows are " + rows.getDtype() + " " + rows.getShapeList());
-          sink.writeLayer(layer.getLayerId(), layer.getTokenStart(), rows.getData().toByteArray());
-          rowsPerLayer[layer.getLayerId()] += rows.getShape(0);
-          traced.bytes(rows.getData().size());
-        }
-      } catch (RuntimeException e) {
-        failure = e.getMessage();
-      }
-    }
-
-    @Override
-    public void onError(Throwable t) {
-      Status s = Status.fromThrowable(t);
-      if (failure != null) traced.failed(FailureReason.INVALID_OBJECT, failure);
-      else traced.failed(t);
-      done.accept(failure != null ? failure : "kv-store " + ticket.getStoreAddress() + ": " + s.getCode()
-          + (s.getDescription() != null ? " " + s.getDescription() : ""));
-    }
-
-    @Override
-    public void onCompleted() {
-      if (failure == null)
-        for (int l = 0; l < rowsPerLayer.length; l++)
-          if (rowsPerLayer[l] != numTokens) {
-            failure = "object " + ticket.getObjectKey() + " sent " + rowsPerLayer[l] + " of " + numTokens + " rows of layer " + l;
-            break;
-          }
-      if (failure == null) {
-        traced.succeeded();
-        release(ticket, traced); // loaded: the store may drop it
-      } else {
-        traced.failed(FailureReason.INVALID_OBJECT, failure);
-      }
-      done.accept(failure);
-    }
-
-    private boolean dtypeMatches(io.moemesh.proto.common.v1.DType wire) {
-      return switch (wire) {
-        case DTYPE_BF16 -> sink.dtype() == DType.BF16;
-        case DTYPE_F32 -> sink.dtype() == DType.F32;
-        default -> false;
-      };
-    }
+    if (abandoned) call.cancel("the request ended before its KV was loaded", null);
   }
 
   /**

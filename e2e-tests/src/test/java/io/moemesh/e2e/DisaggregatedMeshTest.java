@@ -19,6 +19,7 @@ import io.moemesh.proto.kvstore.v1.KvStoreGrpc;
 import io.moemesh.proto.kvstore.v1.StatsRequest;
 import io.moemesh.proto.prefill.v1.PrefillGrpc;
 import io.moemesh.proto.prefill.v1.PrefillRequest;
+import io.moemesh.proto.prefill.v1.PrefillResponse;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.net.URI;
@@ -56,8 +57,8 @@ class DisaggregatedMeshTest {
   @TempDir static Path workDir; // the checkpoint; removed after the class
   static final Duration READY = Duration.ofMinutes(3);
   static Path model;
-  static ServiceProcess kvStore, kvStore2, prefill, decode, gateway;
-  static ManagedChannel prefillChannel, decodeChannel, storeChannel, store2Channel;
+  static ServiceProcess kvStore, kvStore2, prefill, prefill2, decode, gateway;
+  static ManagedChannel prefillChannel, prefill2Channel, decodeChannel, storeChannel, store2Channel;
   static OtlpReceiver traces;
   static LoadedEngine reference;
 
@@ -74,11 +75,13 @@ class DisaggregatedMeshTest {
     prefillProps.addAll(List.of("moemesh.prefill.kv-store=" + kvStore.grpcAddress() + "," + kvStore2.grpcAddress(),
         "moemesh.prefill.kv-store-poll=200ms", "moemesh.engine.max-batched-tokens=16"));
     prefill = ServiceProcess.start("prefill-svc", "prefill", prefillProps);
+    prefill2 = ServiceProcess.start("prefill-svc", "prefill-2", prefillProps); // talked to directly, not by the gateway
     decode = ServiceProcess.start("decode-svc", "decode", engine);
     gateway = ServiceProcess.start("gateway", "gateway", with(tracing, "moemesh.gateway.model-dir=" + model,
         "moemesh.gateway.prefill.replicas=" + prefill.grpcAddress(), "moemesh.gateway.decode.replicas=" + decode.grpcAddress()));
-    for (ServiceProcess p : List.of(kvStore, kvStore2, prefill, decode, gateway)) p.awaitReady(READY);
+    for (ServiceProcess p : List.of(kvStore, kvStore2, prefill, prefill2, decode, gateway)) p.awaitReady(READY);
     prefillChannel = ManagedChannelBuilder.forTarget(prefill.grpcAddress()).usePlaintext().build();
+    prefill2Channel = ManagedChannelBuilder.forTarget(prefill2.grpcAddress()).usePlaintext().build();
     decodeChannel = ManagedChannelBuilder.forTarget(decode.grpcAddress()).usePlaintext().build();
     storeChannel = ManagedChannelBuilder.forTarget(kvStore.grpcAddress()).usePlaintext().build();
     store2Channel = ManagedChannelBuilder.forTarget(kvStore2.grpcAddress()).usePlaintext().build();
@@ -88,8 +91,9 @@ class DisaggregatedMeshTest {
 
   @AfterAll
   static void stopMesh() throws Exception {
-    for (ManagedChannel c : new ManagedChannel[] {prefillChannel, decodeChannel, storeChannel, store2Channel}) if (c != null) c.shutdownNow();
-    for (ServiceProcess p : new ServiceProcess[] {gateway, decode, prefill, kvStore, kvStore2}) if (p != null) p.close();
+    for (ManagedChannel c : new ManagedChannel[] {prefillChannel, prefill2Channel, decodeChannel, storeChannel, store2Channel})
+      if (c != null) c.shutdownNow();
+    for (ServiceProcess p : new ServiceProcess[] {gateway, decode, prefill, prefill2, kvStore, kvStore2}) if (p != null) p.close();
     if (reference != null) reference.close();
     if (traces != null) traces.close();
   }
@@ -106,7 +110,13 @@ class DisaggregatedMeshTest {
 
   /** Prefill on one process, decode on another; the prefill's first token, then the decode's. */
   static List<Integer> throughTheMesh(String id, int[] prompt, io.moemesh.proto.common.v1.SamplingParams sampling, int maxTokens) {
-    var prefilled = PrefillGrpc.newBlockingStub(prefillChannel).withDeadlineAfter(60, TimeUnit.SECONDS).prefill(PrefillRequest.newBuilder()
+    return prefillAndDecode(prefillChannel, id, prompt, sampling, maxTokens).tokens();
+  }
+
+  record Legs(PrefillResponse prefilled, List<Integer> tokens) {}
+
+  static Legs prefillAndDecode(ManagedChannel prefillVia, String id, int[] prompt, io.moemesh.proto.common.v1.SamplingParams sampling, int maxTokens) {
+    var prefilled = PrefillGrpc.newBlockingStub(prefillVia).withDeadlineAfter(60, TimeUnit.SECONDS).prefill(PrefillRequest.newBuilder()
         .setRequestId(id).addAllPromptTokenIds(IntStream.of(prompt).boxed().toList()).setSampling(sampling).build());
     assertThat(prefilled.hasTicket()).isTrue();
     var request = GenerateRequest.newBuilder().setRequestId(id).addAllPromptTokenIds(IntStream.of(prompt).boxed().toList())
@@ -121,7 +131,7 @@ class DisaggregatedMeshTest {
     assertThat(last.getError()).isEmpty();
     assertThat(last.getFinishReason()).isEqualTo(FinishReason.FINISH_REASON_LENGTH);
     assertThat(last.getUsage().getCompletionTokens()).isEqualTo(maxTokens);
-    return tokens;
+    return new Legs(prefilled, tokens);
   }
 
   static List<Integer> inProcess(String id, int[] prompt, SamplingParams params, int maxTokens) throws Exception {
@@ -137,6 +147,35 @@ class DisaggregatedMeshTest {
         .isEqualTo(inProcess("g1", prompt(1, 45), SamplingParams.greedy().toBuilder().ignoreEos(true).build(), 12));
     assertThat(throughTheMesh("s1", prompt(2, 20), seeded, 10))
         .isEqualTo(inProcess("s1", prompt(2, 20), SamplingParams.greedy().toBuilder().temperature(0.8).topP(0.9).seed(42L).ignoreEos(true).build(), 10));
+  }
+
+  /**
+   * The stores as a mesh-wide prefix cache: a prompt prefilled and decoded through one prefill replica (decode then
+   * releases its object), then a longer prompt sharing its first 48 tokens (3 pages) on the other replica, whose own
+   * cache holds none of it: that replica reads the 48 positions from the store instead of computing them, and the
+   * request still gives the tokens of one engine.
+   */
+  @Test
+  void aPrefillReplicaReadsAPrefixAnotherOneStoredInsteadOfComputingIt() throws Exception {
+    var greedy = io.moemesh.proto.common.v1.SamplingParams.newBuilder().setIgnoreEos(true).build();
+    var greedyHere = SamplingParams.greedy().toBuilder().ignoreEos(true).build();
+    int[] shared = prompt(30, 50);
+    int[] longer = Arrays.copyOf(shared, 70);
+    System.arraycopy(prompt(31, 20), 0, longer, 50, 20);
+    assertThat(prefillAndDecode(prefillChannel, "px-shared", shared, greedy, 4).tokens()).isEqualTo(inProcess("px-shared", shared, greedyHere, 4));
+    double receivedBefore = receivedKvBytes(prefill2);
+
+    Legs legs = prefillAndDecode(prefill2Channel, "px-longer", longer, greedy, 6);
+    assertThat(legs.prefilled().getUsage().getCachedPromptTokens()).as("positions read from the store").isEqualTo(48);
+    assertThat(legs.tokens()).isEqualTo(inProcess("px-longer", longer, greedyHere, 6));
+    var c = reference.config();
+    assertThat(receivedKvBytes(prefill2) - receivedBefore).as("3 pages of every layer, BF16")
+        .isEqualTo(48.0 * c.numHiddenLayers() * c.latentDim() * 2);
+  }
+
+  static double receivedKvBytes(ServiceProcess p) throws Exception {
+    return metrics(p).lines().filter(l -> l.startsWith("moemesh_kv_transfer_bytes_total{") && l.contains("direction=\"received\""))
+        .mapToDouble(ServiceProcess::sampleValue).sum();
   }
 
   @Test

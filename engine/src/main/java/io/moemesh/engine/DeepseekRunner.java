@@ -106,13 +106,18 @@ public final class DeepseekRunner implements ModelRunner {
     return new RunnerOutput(sampled, failed);
   }
 
-  /** Prefill role: after each layer, the rows each exporting chunk just wrote go to the connector. */
+  /**
+   * Prefill role: after each layer, the rows each exporting chunk just wrote go to the connector, with any rows
+   * before them it did not compute (cached or loaded) that were not handed over yet.
+   */
   private DeepseekModel.LayerObserver exporter(List<ScheduledChunk> chunks) {
-    List<ScheduledChunk> exporting = chunks.stream().filter(ScheduledChunk::exportKv).toList();
+    List<ScheduledChunk> exporting = chunks.stream().filter(ScheduledChunk::exportsKv).toList();
     if (exporting.isEmpty()) return DeepseekModel.LayerObserver.NONE;
     return layerId -> {
-      for (ScheduledChunk c : exporting)
-        connector.saveLayer(c.requestId(), layerId, c.startPosition(), cache.readRows(layerId, c.blockTable(), c.startPosition(), c.numTokens()));
+      for (ScheduledChunk c : exporting) {
+        int end = c.startPosition() + c.numTokens();
+        connector.saveLayer(c.requestId(), layerId, c.exportFrom(), cache.readRows(layerId, c.blockTable(), c.exportFrom(), end - c.exportFrom()));
+      }
     };
   }
 

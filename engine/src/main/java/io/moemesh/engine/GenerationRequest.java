@@ -24,8 +24,13 @@ public record GenerationRequest(String id, int[] promptTokenIds, SamplingParams 
     if (promptTokenIds.length == 0) throw new IllegalArgumentException("request " + id + ": the prompt is empty");
     if (maxTokens < 1) throw new IllegalArgumentException("request " + id + ": max_tokens must be at least 1, got " + maxTokens);
     Objects.requireNonNull(handoff, "handoff");
-    if (handoff instanceof KvHandoff.Export && maxTokens != 1)
-      throw new IllegalArgumentException("request " + id + ": a prefill (KV export) request generates exactly its first token, not " + maxTokens);
+    if (handoff instanceof KvHandoff.Export export) {
+      if (maxTokens != 1)
+        throw new IllegalArgumentException("request " + id + ": a prefill (KV export) request generates exactly its first token, not " + maxTokens);
+      if (export.prefixTokens() >= promptTokenIds.length)
+        throw new IllegalArgumentException("request " + id + ": a stored prefix of " + export.prefixTokens() + " tokens leaves nothing of the "
+            + promptTokenIds.length + "-token prompt to compute (the first token needs the last position's logits)");
+    }
     if (handoff instanceof KvHandoff.Import && maxTokens < 2)
       throw new IllegalArgumentException("request " + id + ": a decode (KV import) request needs max_tokens ≥ 2 (the first token is the prefill's)");
     promptTokenIds = promptTokenIds.clone();

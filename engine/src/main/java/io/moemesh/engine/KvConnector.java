@@ -28,7 +28,8 @@ public interface KvConnector {
   void saveLayer(String requestId, int layerId, int startPosition, byte[] rows);
 
   /**
-   * Decode role: fetches the KV of the first {@code numTokens} positions of {@code requestId} and writes every
+   * Fetches the KV of the first {@code numTokens} positions of {@code requestId} — its prompt (decode role) or a
+   * prefix of it that a store holds ({@link KvHandoff.Export#prefixTokens}, prefill role) — and writes every
    * layer through {@code sink}, then calls {@code done} exactly once — with null on success, else the reason —
    * from any thread. The request's pages are reserved until then, even if it is aborted meanwhile.
    */

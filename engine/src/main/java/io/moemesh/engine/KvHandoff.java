@@ -15,9 +15,20 @@ public sealed interface KvHandoff {
 
   /**
    * Prefill role: compute the prompt, hand each layer's KV of each chunk to the {@link KvConnector} as soon
-   * as it is computed, sample the first token, finish.
+   * as it is computed, sample the first token, finish. Positions this engine does not compute — a prefix its
+   * own cache holds, or one loaded from a store — are handed over with the first computed chunk.
+   *
+   * @param prefixTokens the first positions a store holds, which the connector's {@code load} can fetch
+   *     instead of computing them (0 = none); used only when this engine's own cache holds fewer, and
+   *     computed after all if the load fails
    */
-  record Export() implements KvHandoff {}
+  record Export(int prefixTokens) implements KvHandoff {
+    public static final Export FULL = new Export(0);
+
+    public Export {
+      if (prefixTokens < 0) throw new IllegalArgumentException("prefixTokens must be ≥ 0, got " + prefixTokens);
+    }
+  }
 
   /**
    * Decode role: the prompt's KV arrives through the {@link KvConnector}; {@code firstToken} was sampled by the

@@ -20,7 +20,8 @@ final class Request {
   int numComputedTokens;
   int numCachedPromptTokens;
   int numPreemptions;
-  boolean importKv; // decode role: the prompt's KV comes from the connector (until a load fails into a recompute)
+  int kvToImport; // positions whose KV comes from the connector: the prompt (decode), a stored prefix (prefill); 0 after a failed load
+  int numExported; // prefill role: positions [0, numExported) were handed to the connector
   String error;
   private int[] tokens; // prompt then output; the first numTokens are valid
   private int numTokens;
@@ -33,15 +34,24 @@ final class Request {
     this.history = TokenCounts.ofPrompt(spec.promptTokenIds());
     this.tokens = Arrays.copyOf(spec.promptTokenIds(), spec.numPromptTokens() + Math.min(spec.maxTokens(), 256));
     this.numTokens = spec.numPromptTokens();
-    if (spec.handoff() instanceof KvHandoff.Import imported) {
-      importKv = true;
-      appendPrior(imported.firstToken());
-      sampler.skipDraws(imported.sampledDraws());
+    switch (spec.handoff()) {
+      case KvHandoff.Import imported -> {
+        kvToImport = spec.numPromptTokens();
+        appendPrior(imported.firstToken());
+        sampler.skipDraws(imported.sampledDraws());
+      }
+      case KvHandoff.Export export -> kvToImport = export.prefixTokens();
+      case KvHandoff.Local local -> { }
     }
   }
 
   boolean exportsKv() {
     return spec.handoff() instanceof KvHandoff.Export;
+  }
+
+  /** Decode role: the whole prompt's KV comes from the connector. */
+  boolean importsPrompt() {
+    return spec.handoff() instanceof KvHandoff.Import && kvToImport > 0;
   }
 
   String id() {

@@ -12,10 +12,20 @@ import io.moemesh.model.sampling.TokenCounts;
  * @param blockTable the request's KV page ids in position order
  * @param sampler the request's sampler, or null for a chunk that ends inside the prompt
  * @param history the request's token counts for the penalties, or null with {@code sampler}
- * @param exportKv prefill role: hand each layer's KV of these rows to the {@link KvConnector}
+ * @param exportFrom prefill role: after each layer, hand that layer's KV of positions {@code [exportFrom,
+ *     startPosition + n)} to the {@link KvConnector} — from below {@code startPosition} when the rows before the chunk
+ *     came from the prefix cache or a store and were not handed over yet; -1 for a request that exports nothing
  */
 public record ScheduledChunk(String requestId, int[] tokens, int startPosition, int numPromptTokens, int[] blockTable,
-    Sampler sampler, TokenCounts history, boolean exportKv) {
+    Sampler sampler, TokenCounts history, int exportFrom) {
+
+  public ScheduledChunk {
+    if (exportFrom > startPosition) throw new IllegalArgumentException("exportFrom " + exportFrom + " is past the chunk's start " + startPosition);
+  }
+
+  public boolean exportsKv() {
+    return exportFrom >= 0;
+  }
 
   public int numTokens() {
     return tokens.length;

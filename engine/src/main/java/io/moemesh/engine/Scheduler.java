@@ -134,18 +134,18 @@ public final class Scheduler {
     int bucket = -1;
     while (budget > 0 && running.size() + loading.size() < config.maxRunningRequests() && !waiting.isEmpty()) {
       Request r = nextWaiting(bucket);
-      if (r.importKv) { // decode role: reserve pages for the prompt and the first token, then fetch the prompt's KV
-        if (!kv.allocate(r.id(), null, r.numTokens())) break;
+      PrefixHit hit = kv.holds(r.id()) || r.importsPrompt() ? null
+          : kv.findPrefix(r.allTokens(), Math.min(r.numPromptTokens(), r.numTokens() - 1));
+      int computed = hit == null ? r.numComputedTokens : hit.numPages() * kv.pageSize();
+      if (r.importsPrompt() || r.kvToImport > computed) { // the connector brings the prompt (decode) or a longer prefix (prefill)
+        if (!kv.allocate(r.id(), null, r.importsPrompt() ? r.numTokens() : r.kvToImport)) break; // decode: the first token too
         r.status = RequestStatus.WAITING_FOR_REMOTE_KV;
         waiting.remove(r);
         loading.put(r.id(), r);
-        loads.add(new SchedulerOutput.KvLoad(r.id(), r.numPromptTokens(), kv.blockTable(r.id())));
+        loads.add(new SchedulerOutput.KvLoad(r.id(), r.kvToImport, kv.blockTable(r.id())));
         continue;
       }
-      // an exported prompt ships every position, so it computes them all rather than reusing cached pages
-      PrefixHit hit = kv.holds(r.id()) || r.exportsKv() ? null
-          : kv.findPrefix(r.allTokens(), Math.min(r.numPromptTokens(), r.numTokens() - 1));
-      int computed = hit == null ? r.numComputedTokens : hit.numPages() * kv.pageSize();
+      r.kvToImport = 0; // this cache holds at least as much of the prompt as the store
       int n = Math.min(r.numTokens() - computed, budget);
       if (!kv.allocate(r.id(), hit, computed + n)) break; // head of line waits for pages
       if (r.numPreemptions == 0) r.numCachedPromptTokens = computed;
@@ -173,14 +173,16 @@ public final class Scheduler {
   private ScheduledChunk chunk(Request r, int n) {
     int start = r.numComputedTokens;
     boolean reachesEnd = start + n == r.numTokens();
+    int exportFrom = r.exportsKv() ? Math.min(r.numExported, start) : -1;
+    if (r.exportsKv()) r.numExported = Math.max(r.numExported, start + n);
     return new ScheduledChunk(r.id(), r.tokens(start, start + n), start, r.numPromptTokens(), kv.blockTable(r.id()),
-        reachesEnd ? r.sampler : null, reachesEnd ? r.history : null, r.exportsKv());
+        reachesEnd ? r.sampler : null, reachesEnd ? r.history : null, exportFrom);
   }
 
   /**
-   * A request's KV load ended: with {@code failure} null it joins the running batch with its prompt computed;
-   * otherwise its {@link KvHandoff.OnLoadFailure} policy applies. Returns the request's final output if this
-   * finished it.
+   * A request's KV load ended: with {@code failure} null it joins the running batch with those positions
+   * computed. Otherwise a stored prefix (prefill role) is computed here instead, and a prompt (decode role) follows
+   * its {@link KvHandoff.OnLoadFailure} policy. Returns the request's final output if this finished it.
    */
   public Optional<RequestOutput> kvLoaded(String id, String failure) {
     if (abortedWhileLoading.remove(id)) { // the connector is done with the pages: now they can go
@@ -189,18 +191,20 @@ public final class Scheduler {
     }
     Request r = loading.remove(id);
     if (r == null) return Optional.empty();
-    r.importKv = false;
+    int loaded = r.kvToImport;
+    boolean prompt = r.importsPrompt();
+    r.kvToImport = 0;
     if (failure == null) {
-      r.numComputedTokens = r.numPromptTokens();
+      r.numComputedTokens = loaded;
+      if (!prompt && r.numPreemptions == 0) r.numCachedPromptTokens = loaded; // prompt tokens this engine did not compute
       r.status = RequestStatus.RUNNING;
       insertRunning(r);
-      kv.cacheFullPages(r.id(), r.allTokens(), r.numPromptTokens());
+      kv.cacheFullPages(r.id(), r.allTokens(), loaded);
       return Optional.empty();
     }
-    var policy = ((KvHandoff.Import) r.spec.handoff()).onFailure();
-    if (policy == KvHandoff.OnLoadFailure.FAIL)
+    if (prompt && ((KvHandoff.Import) r.spec.handoff()).onFailure() == KvHandoff.OnLoadFailure.FAIL)
       return Optional.of(finish(r, RequestStatus.FINISHED_ERROR, "the prompt's KV could not be loaded: " + failure));
-    kv.free(r.id()); // RECOMPUTE: the prompt runs here, like any local request
+    kv.free(r.id()); // computed here, like any local prompt
     r.status = RequestStatus.WAITING;
     waiting.add(r);
     return Optional.empty();

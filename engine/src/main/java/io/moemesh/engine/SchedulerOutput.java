@@ -8,7 +8,8 @@ import java.util.List;
  *
  * @param chunks the requests of this step, each once
  * @param preempted requests sent back to the queue this step (their pages were freed)
- * @param loads decode role: requests whose pages are reserved and whose prompt KV should now be fetched
+ * @param loads requests whose pages are reserved and whose KV should now be fetched: the prompt (decode role) or a
+ *     stored prefix (prefill role)
  */
 public record SchedulerOutput(List<ScheduledChunk> chunks, List<String> preempted, List<KvLoad> loads) {
 

@@ -27,7 +27,7 @@ class DisaggregationTest {
     try (Engine prefill = Engine.create(model, SchedulerConfig.defaults().withMaxBatchedTokens(16), CACHE, store, null)) {
       List<RequestStream> streams = new ArrayList<>();
       for (GenerationRequest r : requests)
-        streams.add(prefill.submit(new GenerationRequest(r.id(), r.promptTokenIds(), r.sampling(), 1, 0, new KvHandoff.Export())));
+        streams.add(prefill.submit(new GenerationRequest(r.id(), r.promptTokenIds(), r.sampling(), 1, 0, KvHandoff.Export.FULL)));
       for (RequestStream s : streams) {
         var done = s.await(TIMEOUT);
         first.put(done.requestId(), new Prefilled(done.tokens().getFirst(), done.tokens().size()));
@@ -72,6 +72,62 @@ class DisaggregationTest {
           assertThat(e.getValue()).as("logits of %s at %d", r.id(), e.getKey()).isEqualTo(single.logits().get(r.id()).get(e.getKey()));
       }
     }
+  }
+
+  /**
+   * A prefill engine that reuses KV it did not compute — a prefix in its own cache, or one loaded from the store
+   * — hands over the same object, and samples the same first token, as a cold prefill; a prefix that cannot be
+   * loaded is computed instead.
+   */
+  @Test
+  void aPrefixFromTheCacheOrTheStoreGivesTheObjectAndFirstTokenOfAColdPrefill() throws Exception {
+    DeepseekModel model = TinyModel.model(Precision.INT8);
+    var greedy = io.moemesh.model.sampling.SamplingParams.greedy().toBuilder().ignoreEos(true).build();
+    int[] shared = EngineTest.randomPrompt(7, 40);
+    int[] longer = java.util.Arrays.copyOf(shared, 53);
+    System.arraycopy(EngineTest.randomPrompt(8, 13), 0, longer, 40, 13);
+    try (var store = new InMemoryKvConnector()) {
+      var cold = exportInTurn(model, store, export("cold", longer, greedy, 0)).getFirst();
+      var cached = exportInTurn(model, store, export("base", shared, greedy, 0), export("cached", longer, greedy, 0)).getLast();
+      store.prefixSource.put("loaded", "base");
+      store.prefixSource.put("fallback", "base");
+      store.lost.add("fallback");
+      var loaded = exportInTurn(model, store, export("loaded", longer, greedy, 40)).getFirst();
+      var fallback = exportInTurn(model, store, export("fallback", longer, greedy, 40)).getFirst();
+      // the engine's own cache beats a shorter stored prefix: nothing is loaded
+      store.prefixSource.put("short", "base");
+      store.lost.add("short");
+      var shortStored = exportInTurn(model, store, export("base", shared, greedy, 0), export("short", longer, greedy, 16)).getLast();
+
+      for (var done : List.of(cached, loaded, fallback, shortStored)) {
+        assertThat(done.status()).as(done.requestId() + ": " + done.error()).isEqualTo(RequestStatus.FINISHED_LENGTH);
+        assertThat(done.tokenIds()).as(done.requestId()).isEqualTo(cold.tokenIds());
+        var object = store.objects.get(done.requestId());
+        assertThat(object.keySet()).as(done.requestId()).isEqualTo(store.objects.get("cold").keySet());
+        for (int layer : object.keySet())
+          assertThat(InMemoryKvConnector.rows(object, layer)).as("%s layer %d", done.requestId(), layer)
+              .isEqualTo(InMemoryKvConnector.rows(store.objects.get("cold"), layer));
+      }
+      assertThat(cached.usage().cachedPromptTokens()).as("5 pages of 8 in the engine's cache").isEqualTo(40);
+      assertThat(loaded.usage().cachedPromptTokens()).as("5 pages of 8 from the store").isEqualTo(40);
+      assertThat(fallback.usage().cachedPromptTokens()).as("the load failed: computed here").isZero();
+      assertThat(shortStored.usage().cachedPromptTokens()).isEqualTo(40);
+    }
+  }
+
+  private static GenerationRequest export(String id, int[] prompt, io.moemesh.model.sampling.SamplingParams sampling, int storedPrefix) {
+    return new GenerationRequest(id, prompt, sampling, 1, 0, new KvHandoff.Export(storedPrefix));
+  }
+
+  /** The requests one after another through one prefill engine (16-token chunks), which ends with every page free. */
+  private static List<RequestStream.Completion> exportInTurn(DeepseekModel model, InMemoryKvConnector store, GenerationRequest... requests)
+      throws Exception {
+    List<RequestStream.Completion> done = new ArrayList<>();
+    try (Engine prefill = Engine.create(model, SchedulerConfig.defaults().withMaxBatchedTokens(16), CACHE, store, null)) {
+      for (GenerationRequest r : requests) done.add(prefill.submit(r).await(TIMEOUT));
+      assertThat(awaitIdle(prefill).kvCache().usedPages()).isZero();
+    }
+    return done;
   }
 
   @Test

@@ -10,12 +10,14 @@ import java.util.function.Consumer;
 
 /**
  * A KV store in a map, for disaggregation tests: a prefill engine saves into it, a decode engine loads from it
- * on another thread. Loads of ids in {@link #lost} fail; loads of ids in {@link #held} wait for {@link #release}.
+ * on another thread. Loads of ids in {@link #lost} fail; loads of ids in {@link #held} wait for {@link #release}; a
+ * request in {@link #prefixSource} loads the first positions of that other request's object (a stored prefix).
  */
 final class InMemoryKvConnector implements KvConnector, AutoCloseable {
   final Map<String, Map<Integer, TreeMap<Integer, byte[]>>> objects = new ConcurrentHashMap<>();
   final java.util.Set<String> lost = ConcurrentHashMap.newKeySet();
   final java.util.Set<String> held = ConcurrentHashMap.newKeySet();
+  final Map<String, String> prefixSource = new ConcurrentHashMap<>();
   private final Map<String, Runnable> parked = new ConcurrentHashMap<>();
   private final ExecutorService loader = Executors.newSingleThreadExecutor();
 
@@ -32,11 +34,10 @@ final class InMemoryKvConnector implements KvConnector, AutoCloseable {
         return;
       }
       try {
-        var layers = objects.get(requestId);
-        for (var layer : layers.entrySet()) {
-          var bytes = new ByteArrayOutputStream();
-          layer.getValue().values().forEach(bytes::writeBytes); // chunks in position order, from 0
-          sink.writeLayer(layer.getKey(), 0, bytes.toByteArray());
+        var layers = objects.get(prefixSource.getOrDefault(requestId, requestId));
+        for (var layer : layers.keySet()) {
+          byte[] rows = rows(layers, layer);
+          sink.writeLayer(layer, 0, java.util.Arrays.copyOf(rows, numTokens * sink.latentDim() * sink.dtype().byteSize()));
         }
         done.accept(null);
       } catch (RuntimeException e) {
@@ -45,6 +46,13 @@ final class InMemoryKvConnector implements KvConnector, AutoCloseable {
     };
     if (held.contains(requestId)) parked.put(requestId, work);
     else loader.execute(work);
+  }
+
+  /** A layer of a saved object: its chunks in position order, from 0. */
+  static byte[] rows(Map<Integer, TreeMap<Integer, byte[]>> layers, int layer) {
+    var bytes = new ByteArrayOutputStream();
+    layers.get(layer).values().forEach(bytes::writeBytes);
+    return bytes.toByteArray();
   }
 
   void release(String requestId) {

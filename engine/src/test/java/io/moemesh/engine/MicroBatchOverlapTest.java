@@ -74,6 +74,6 @@ class MicroBatchOverlapTest {
   }
 
   static ScheduledChunk chunk(String id, int tokens) {
-    return new ScheduledChunk(id, new int[tokens], 0, tokens, new int[] {0}, null, null, false);
+    return new ScheduledChunk(id, new int[tokens], 0, tokens, new int[] {0}, null, null, -1);
   }
 }

@@ -7,6 +7,7 @@ import static io.moemesh.engine.SchedulerFixture.scheduled;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.entry;
+import static org.assertj.core.api.Assertions.tuple;
 
 import io.moemesh.model.sampling.SamplingParams;
 import java.util.Set;
@@ -236,6 +237,48 @@ class SchedulerTest {
     }
 
     @Test
+    void anExportedPromptHandsOverItsCachedPrefixWithItsFirstChunk() {
+      var f = new SchedulerFixture(budget(6), 50, 4);
+      f.add(request("a", 10, 1));
+      f.runToCompletion();
+      f.add(export("b", SchedulerFixture.prompt("a", 20), 0));
+      var first = chunkOf(f.step(), "b");
+      assertThat(first.startPosition()).as("two full pages cached").isEqualTo(8);
+      assertThat(first.exportFrom()).as("the cached rows go with the first chunk").isZero();
+      var second = chunkOf(f.step(), "b");
+      assertThat(second.startPosition()).isEqualTo(14);
+      assertThat(second.exportFrom()).isEqualTo(14);
+    }
+
+    @Test
+    void aStoredPrefixLongerThanTheCachedOneIsLoadedThenTheRestComputed() {
+      var f = new SchedulerFixture(budget(64), 50, 4);
+      f.add(request("a", 5, 1)); // caches one page of b's prompt
+      f.runToCompletion();
+      f.add(export("b", SchedulerFixture.prompt("a", 14), 8), export("c", SchedulerFixture.prompt("a", 14), 4));
+      var plan = f.scheduler.schedule();
+      assertThat(plan.loads()).extracting(SchedulerOutput.KvLoad::requestId, SchedulerOutput.KvLoad::numTokens).containsExactly(tuple("b", 8));
+      assertThat(chunkOf(plan, "c").startPosition()).as("c's stored prefix is no longer than its cached one").isEqualTo(4);
+      assertThat(f.scheduler.status("b")).hasValue(RequestStatus.WAITING_FOR_REMOTE_KV);
+      f.scheduler.kvLoaded("b", null);
+      var loaded = chunkOf(f.scheduler.schedule(), "b");
+      assertThat(loaded.startPosition()).isEqualTo(8);
+      assertThat(loaded.exportFrom()).isZero();
+    }
+
+    @Test
+    void aStoredPrefixThatCannotBeLoadedIsComputed() {
+      var f = new SchedulerFixture(budget(64), 50, 4);
+      f.add(export("b", SchedulerFixture.prompt("b", 14), 8));
+      assertThat(f.scheduler.schedule().loads()).hasSize(1);
+      assertThat(f.scheduler.kvLoaded("b", "the store is gone")).isEmpty();
+      var computed = chunkOf(f.scheduler.schedule(), "b");
+      assertThat(computed.startPosition()).isZero();
+      assertThat(computed.numTokens()).isEqualTo(14);
+      assertThat(f.kv.usage().usedPages()).isEqualTo(4);
+    }
+
+    @Test
     void offComputesEverything() {
       var f = new SchedulerFixture(budget(64), 50, 4, false, SchedulerFixture.LIMITS, new SyntheticRunner());
       f.add(request("a", 8, 1));
@@ -323,5 +366,9 @@ class SchedulerTest {
       assertThat(f.tokens.get("fine")).containsExactly(106, 107);
       assertThat(f.kv.usage().usedPages()).isZero();
     }
+  }
+
+  private static GenerationRequest export(String id, int[] prompt, int storedPrefix) {
+    return new GenerationRequest(id, prompt, SamplingParams.greedy(), 1, 0, new KvHandoff.Export(storedPrefix));
   }
 }

@@ -11,7 +11,7 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * Streams one pinned object: an info frame, then each layer's rows in token order, at most
+ * Streams one pinned object: an info frame, then each layer's rows in token order (all, or a prefix), at most
  * {@code frameBytes} of rows per frame.
  *
  * <p>Frames are produced only while the transport {@linkplain ServerCallStreamObserver#isReady() is ready},
@@ -40,7 +40,7 @@ final class GetStreamer {
     this.call = call;
     this.executor = executor;
     this.metrics = metrics;
-    this.rowsPerFrame = Math.clamp(frameBytes / reader.layout().rowBytes(), 1, reader.layout().numTokens());
+    this.rowsPerFrame = Math.clamp(frameBytes / reader.layout().rowBytes(), 1, reader.numTokens());
   }
 
   /** Must run in the gRPC method call itself: handlers can only be set there. */
@@ -101,7 +101,7 @@ final class GetStreamer {
       return GetResponse.newBuilder().setInfo(info).build();
     }
     if (layerId == layout.numLayers()) return null;
-    int rows = Math.min(rowsPerFrame, layout.numTokens() - tokenStart);
+    int rows = Math.min(rowsPerFrame, reader.numTokens() - tokenStart);
     byte[] data = reader.readRows(layerId, tokenStart, rows);
     metrics.getRows(data.length);
     // The array is fresh and never written again: wrap it instead of copying it a second time.
@@ -110,7 +110,7 @@ final class GetStreamer {
     GetResponse frame = GetResponse.newBuilder()
         .setLayer(LayerRows.newBuilder().setLayerId(layerId).setTokenStart(tokenStart).setRows(tensor)).build();
     tokenStart += rows;
-    if (tokenStart == layout.numTokens()) {
+    if (tokenStart == reader.numTokens()) {
       layerId++;
       tokenStart = 0;
     }

@@ -175,10 +175,34 @@ public final class KvObjectStore implements AutoCloseable {
       Instant now = clock.instant();
       KvObject object = objects.get(key);
       if (object == null || !object.isLive(now)) throw notGettable(key, object, now);
-      object.pins++;
-      touch(object);
-      return new ObjectReader(this, object);
+      return pin(object, object.layout.numTokens());
     }
+  }
+
+  /**
+   * Pins a committed object the store still holds — live, released or expired — for reading its first
+   * {@code numTokens} positions: a prefix import. Immutable rows are as good after a release as before.
+   *
+   * @throws KvStoreException INVALID_ARGUMENT for a count outside [1, the object's tokens], NOT_FOUND for an object
+   *     that is unknown, still being written or freed
+   */
+  public ObjectReader readPrefix(String key, int numTokens) {
+    requireKey(key);
+    synchronized (lock) {
+      KvObject object = objects.get(key);
+      if (object == null || object.state == KvObject.State.WRITING || object.state == KvObject.State.FREED)
+        throw notGettable(key, object, clock.instant());
+      if (numTokens < 1 || numTokens > object.layout.numTokens())
+        throw KvStoreException.invalid("prefix read of '%s': %d tokens asked, the object holds %d", key, numTokens, object.layout.numTokens());
+      return pin(object, numTokens);
+    }
+  }
+
+  /** Caller holds lock. */
+  private ObjectReader pin(KvObject object, int numTokens) {
+    object.pins++;
+    touch(object);
+    return new ObjectReader(this, object, numTokens);
   }
 
   Instant now() {

@@ -50,12 +50,12 @@ public class KvStoreGrpcService extends KvStoreGrpc.KvStoreImplBase {
   public void get(GetRequest request, StreamObserver<GetResponse> responses) {
     ObjectReader reader;
     try {
-      reader = store.get(request.getKey());
+      reader = request.getPrefixTokens() == 0 ? store.get(request.getKey()) : store.readPrefix(request.getKey(), request.getPrefixTokens());
     } catch (RuntimeException e) {
       responses.onError(ProtoMapping.status(e));
       return;
     }
-    KvSpans.ofCall().setAttribute(KvSpans.OBJECT_KEY, request.getKey()).setAttribute(KvSpans.BYTES, reader.bytes());
+    KvSpans.ofCall().setAttribute(KvSpans.OBJECT_KEY, request.getKey()).setAttribute(KvSpans.BYTES, reader.streamedBytes());
     new GetStreamer(reader, (ServerCallStreamObserver<GetResponse>) responses, executor, metrics, getFrameBytes).start();
   }
 

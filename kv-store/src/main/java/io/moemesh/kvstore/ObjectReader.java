@@ -11,12 +11,19 @@ public final class ObjectReader implements AutoCloseable {
   private final KvObjectStore store;
   private final KvObject object;
   private final Instant leaseEnd; // as of the get
+  private final int numTokens;
   private final AtomicBoolean closed = new AtomicBoolean();
 
-  ObjectReader(KvObjectStore store, KvObject object) {
+  ObjectReader(KvObjectStore store, KvObject object, int numTokens) {
     this.store = store;
     this.object = object;
     this.leaseEnd = object.leaseEnd;
+    this.numTokens = numTokens;
+  }
+
+  /** Positions this reader streams: all of the object's, or a prefix of them. */
+  public int numTokens() {
+    return numTokens;
   }
 
   public String key() {
@@ -35,6 +42,11 @@ public final class ObjectReader implements AutoCloseable {
     return object.bytes;
   }
 
+  /** Bytes of rows this reader streams: the object's, or its prefix's. */
+  public long streamedBytes() {
+    return (long) object.layout.numLayers() * numTokens * object.layout.rowBytes();
+  }
+
   public Instant leaseEnd() {
     return leaseEnd;
   }
@@ -43,7 +55,7 @@ public final class ObjectReader implements AutoCloseable {
   public byte[] readRows(int layerId, int tokenStart, int rowCount) {
     if (closed.get()) throw new IllegalStateException("reader of '" + object.key + "' is closed");
     KvLayout layout = object.layout;
-    if (layerId < 0 || layerId >= layout.numLayers() || tokenStart < 0 || rowCount < 1 || tokenStart + rowCount > layout.numTokens()) {
+    if (layerId < 0 || layerId >= layout.numLayers() || tokenStart < 0 || rowCount < 1 || tokenStart + rowCount > numTokens) {
       throw new IndexOutOfBoundsException("layer %d rows [%d, %d) of %s".formatted(layerId, tokenStart, tokenStart + rowCount, layout));
     }
     byte[] out = new byte[Math.toIntExact(rowCount * layout.rowBytes())];

@@ -276,6 +276,51 @@ class KvObjectStoreTest {
     }
   }
 
+  @Nested
+  class PrefixReads {
+    @Test
+    void readTheFirstPositionsOfAnObjectLiveReleasedOrExpired() {
+      byte[][] layers = put("a", new long[] {1, 2});
+      try (ObjectReader reader = store.readPrefix("a", 4)) {
+        assertThat(reader.numTokens()).isEqualTo(4);
+        assertThat(reader.streamedBytes()).isEqualTo(OBJECT_BYTES / 2);
+        assertThat(reader.readRows(1, 0, 4)).isEqualTo(java.util.Arrays.copyOf(layers[1], 4 * 8));
+        assertThatThrownBy(() -> reader.readRows(1, 3, 2)).isInstanceOf(IndexOutOfBoundsException.class);
+      }
+      store.release("a");
+      try (ObjectReader reader = store.readPrefix("a", 8)) {
+        assertThat(reader.readRows(0, 0, 8)).isEqualTo(layers[0]);
+      }
+      put("b", new long[0]);
+      clock.advance(Duration.ofMinutes(1)); // b's lease ends; the reaper has not run
+      try (ObjectReader reader = store.readPrefix("b", 1)) {
+        assertThat(reader.readRows(0, 0, 1)).hasSize(8);
+      }
+    }
+
+    @Test
+    void refusedWithTheReason() {
+      put("a", new long[0]);
+      assertError(() -> store.readPrefix("a", 0), Reason.INVALID_ARGUMENT, "prefix read of 'a': 0 tokens asked, the object holds 8");
+      assertError(() -> store.readPrefix("a", 9), Reason.INVALID_ARGUMENT, "prefix read of 'a': 9 tokens asked, the object holds 8");
+      assertError(() -> store.readPrefix("nope", 4), Reason.NOT_FOUND, "object 'nope' does not exist");
+      PendingPut writing = store.putStart("w", LAYOUT, new long[0], null);
+      assertError(() -> store.readPrefix("w", 4), Reason.NOT_FOUND, "object 'w' is still being written");
+      writing.revoke();
+    }
+
+    @Test
+    void aReaderPinsAReleasedObjectAgainstEviction() {
+      for (String key : List.of("a", "b", "c", "d")) put(key, new long[0]);
+      store.release("a");
+      ObjectReader reader = store.readPrefix("a", 4);
+      assertError(() -> store.putStart("e", LAYOUT, new long[0], null), Reason.RESOURCE_EXHAUSTED, "1 pinned");
+      reader.close();
+      put("e", new long[0]);
+      assertError(() -> store.readPrefix("a", 4), Reason.NOT_FOUND, "object 'a' does not exist");
+    }
+  }
+
   @Test
   void concurrentPutsGetsAndReleasesKeepTheAccountsExact() throws Exception {
     store = newStore(16 * OBJECT_BYTES);

@@ -261,6 +261,29 @@ class KvStoreGrpcServiceTest {
   }
 
   @Test
+  void aPrefixGetStreamsTheFirstRowsOfEachLayerAlsoAfterRelease() {
+    String key = key();
+    KvLayout layout = layout(2, 40);
+    byte[][] layers = randomLayers(layout, 14);
+    put(fullPut(key, layout, layers, 201, 202));
+    release(key);
+    assertStatus(() -> get(key), Status.Code.NOT_FOUND, "was released");
+    List<GetResponse> frames = kvStore.get(GetRequest.newBuilder().setKey(key).setPrefixTokens(20).build()).collect().asList().await().atMost(TIMEOUT);
+    assertThat(frames.getFirst().getInfo().getLayout()).as("the object's own layout").isEqualTo(layout);
+    byte[][] got = new byte[2][20 * ROW_BYTES];
+    List<String> order = new ArrayList<>();
+    for (GetResponse frame : frames.subList(1, frames.size())) {
+      LayerRows rows = frame.getLayer();
+      order.add(rows.getLayerId() + ":" + rows.getTokenStart() + "+" + rows.getRows().getShape(0));
+      rows.getRows().getData().copyTo(got[rows.getLayerId()], rows.getTokenStart() * ROW_BYTES);
+    }
+    assertThat(order).containsExactly("0:0+14", "0:14+6", "1:0+14", "1:14+6");
+    for (int l = 0; l < 2; l++) assertThat(got[l]).isEqualTo(java.util.Arrays.copyOf(layers[l], 20 * ROW_BYTES));
+    assertStatus(() -> kvStore.get(GetRequest.newBuilder().setKey(key).setPrefixTokens(41).build()).collect().asList().await().atMost(TIMEOUT),
+        Status.Code.INVALID_ARGUMENT, "41 tokens asked, the object holds 40");
+  }
+
+  @Test
   void lookupPrefixFindsTheLongestLeadingRun() {
     long base = UUID.randomUUID().getMostSignificantBits();
     KvLayout layout = layout(1, 48);

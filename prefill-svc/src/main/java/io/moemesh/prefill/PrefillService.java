@@ -23,12 +23,15 @@ import io.quarkus.grpc.GrpcService;
 import io.smallrye.mutiny.Uni;
 import io.smallrye.mutiny.subscription.UniEmitter;
 import jakarta.inject.Inject;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
- * Prefill over gRPC: opens the prompt's object in kv-store, runs the request in prefill role (each layer of
- * each chunk streams to the store as it is computed), commits the object and answers with the ticket and the
- * first token. A cancelled call aborts the request and revokes the object (or, if it was committed meanwhile,
+ * Prefill over gRPC: looks for the prompt's prefix in the stores ({@link StoredPrefixes}), opens the prompt's object
+ * in kv-store, runs the request in prefill role (each layer of each chunk streams to the store as it is computed;
+ * a stored prefix is read rather than computed when the engine's own cache holds less of it), commits the object
+ * and answers with the ticket and the first token. A cancelled call aborts the request and revokes the object (or, if it was committed meanwhile,
  * releases it: the ticket would reach nobody).
  */
 @GrpcService
@@ -46,35 +49,71 @@ public class PrefillService implements Prefill {
       try {
         int[] prompt = request.getPromptTokenIdsList().stream().mapToInt(Integer::intValue).toArray();
         spec = new GenerationRequest(request.getRequestId(), prompt, ProtoMapping.sampling(request.getSampling()), 1,
-            request.getPriority(), new KvHandoff.Export());
+            request.getPriority(), KvHandoff.Export.FULL);
         loaded.engine().validate(spec);
       } catch (IllegalArgumentException e) {
         emitter.fail(Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException());
         return;
       }
-      KvLayout layout = layout(loaded, spec.numPromptTokens());
-      DType dtype = loaded.model().precision().kvCacheDType();
-      String storeAddress = store.begin(spec.id(), layout, PageHashes.chain(loaded.model().modelId(), request.getPromptTokenIdsList().stream()
-          .mapToInt(Integer::intValue).toArray(), layout.getPageSize(), spec.numPromptTokens() / layout.getPageSize()),
-          dtype == DType.BF16 ? io.moemesh.proto.common.v1.DType.DTYPE_BF16 : io.moemesh.proto.common.v1.DType.DTYPE_F32, dtype.byteSize());
-      var settled = new AtomicBoolean();
-      try {
-        loaded.engine().submit(spec, metrics.timed(out -> {
-          if (out.finished() && settled.compareAndSet(false, true)) finish(spec, layout, storeAddress, out, emitter, call);
-        }));
-      } catch (IllegalArgumentException e) {
-        settled.set(true);
-        store.revoke(spec.id(), e.getMessage());
-        emitter.fail(Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException());
-        return;
-      }
-      onCancel(call, emitter, () -> {
-        if (settled.compareAndSet(false, true)) { // cancelled before the engine finished
-          loaded.engine().abort(spec.id());
-          store.revoke(spec.id(), "prefill cancelled");
-        }
-      });
+      int pageSize = loaded.kvCache().pageSize();
+      long[] pageHashes = PageHashes.chain(storeModelId(loaded), spec.promptTokenIds(), pageSize, spec.numPromptTokens() / pageSize);
+      var trace = io.opentelemetry.context.Context.current(); // the engine span: the put's and the load's parent
+      store.prefixes().map(p -> p.find(pageHashes, pageSize, spec.numPromptTokens() - 1))
+          .orElse(CompletableFuture.completedFuture(Optional.empty()))
+          .thenAccept(found -> call.run(() -> {
+            try (var scope = trace.makeCurrent()) {
+              run(found.isEmpty() ? spec : spec.withHandoff(new KvHandoff.Export(found.get().tokens())), found, pageHashes, loaded, emitter, call);
+            }
+          }));
     });
+  }
+
+  /**
+   * The names of page hashes in the stores: the model and its precision, as objects of another precision hold other
+   * numbers for the same prompt.
+   */
+  private static String storeModelId(LoadedEngine loaded) {
+    return loaded.model().modelId() + "@" + loaded.model().precision();
+  }
+
+  /** Opens the object, submits the request (which may load {@code found} first) and settles the call once. */
+  private void run(GenerationRequest spec, Optional<StoredPrefixes.Found> found, long[] pageHashes, LoadedEngine loaded,
+      UniEmitter<? super PrefillResponse> emitter, io.grpc.Context call) {
+    if (call.isCancelled()) {
+      emitter.fail(Status.CANCELLED.withDescription("request " + spec.id() + " was cancelled").asRuntimeException());
+      return;
+    }
+    found.ifPresent(f -> store.prefixes().orElseThrow().expect(spec.id(), f));
+    KvLayout layout = layout(loaded, spec.numPromptTokens());
+    DType dtype = loaded.model().precision().kvCacheDType();
+    String storeAddress = store.begin(spec.id(), layout, pageHashes,
+        dtype == DType.BF16 ? io.moemesh.proto.common.v1.DType.DTYPE_BF16 : io.moemesh.proto.common.v1.DType.DTYPE_F32, dtype.byteSize());
+    var settled = new AtomicBoolean();
+    try {
+      loaded.engine().submit(spec, metrics.timed(out -> {
+        if (out.finished() && settled.compareAndSet(false, true)) {
+          forgetPrefix(spec);
+          finish(spec, layout, storeAddress, out, emitter, call);
+        }
+      }));
+    } catch (IllegalArgumentException e) {
+      settled.set(true);
+      forgetPrefix(spec);
+      store.revoke(spec.id(), e.getMessage());
+      emitter.fail(Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException());
+      return;
+    }
+    onCancel(call, emitter, () -> {
+      if (settled.compareAndSet(false, true)) { // cancelled before the engine finished
+        loaded.engine().abort(spec.id());
+        forgetPrefix(spec);
+        store.revoke(spec.id(), "prefill cancelled");
+      }
+    });
+  }
+
+  private void forgetPrefix(GenerationRequest spec) {
+    store.prefixes().ifPresent(p -> p.forget(spec.id()));
   }
 
   /**

@@ -37,7 +37,8 @@ import org.jboss.logging.Logger;
 /**
  * The prefill role's side of KV transfer: one put stream per exporting request, to one of the configured stores
  * ({@code moemesh.prefill.kv-store}: {@code host:port[,host:port…]}, picked by {@link KvStores}, whose figures are
- * polled every {@code moemesh.prefill.kv-store-poll}).
+ * polled every {@code moemesh.prefill.kv-store-poll}); and the reads of prompt prefixes the stores already hold
+ * ({@link StoredPrefixes}, {@code moemesh.prefill.stored-prefix.*}).
  */
 @ApplicationScoped
 public class StorePutConnector implements KvConnector {
@@ -52,16 +53,32 @@ public class StorePutConnector implements KvConnector {
   @ConfigProperty(name = "moemesh.prefill.kv-store-poll", defaultValue = "1s")
   Duration poll;
 
+  /** Whether prompts look for their prefix in the stores before computing it. */
+  @ConfigProperty(name = "moemesh.prefill.stored-prefix.enabled", defaultValue = "true")
+  boolean storedPrefixes;
+
+  /** The shortest stored prefix worth reading instead of computing. */
+  @ConfigProperty(name = "moemesh.prefill.stored-prefix.min-tokens", defaultValue = "32")
+  int storedPrefixMinTokens;
+
+  /** How long a prompt waits for the stores' LookupPrefix answers (a late store counts as holding nothing). */
+  @ConfigProperty(name = "moemesh.prefill.stored-prefix.lookup-timeout", defaultValue = "100ms")
+  Duration storedPrefixLookupTimeout;
+
   @Inject KvTransfers transfers;
 
   private final Map<String, PutSession> sessions = new ConcurrentHashMap<>();
   private final Map<String, ManagedChannel> channels = new ConcurrentHashMap<>();
   private KvStores stores;
+  private StoredPrefixes prefixes;
   private ScheduledExecutorService poller;
 
   @PostConstruct
   void start() {
     stores = new KvStores(KvStores.parse(storeAddresses), this::stats);
+    if (storedPrefixMinTokens < 1)
+      throw new IllegalArgumentException("moemesh.prefill.stored-prefix.min-tokens must be ≥ 1, got " + storedPrefixMinTokens);
+    prefixes = new StoredPrefixes(KvStores.parse(storeAddresses), this::channel, transfers, storedPrefixLookupTimeout, storedPrefixMinTokens);
     if (stores.size() > 1) { // one store is always the pick
       poller = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().name("kv-store-stats").daemon().factory());
       poller.scheduleWithFixedDelay(stores::refresh, 0, poll.toMillis(), TimeUnit.MILLISECONDS);
@@ -125,9 +142,15 @@ public class StorePutConnector implements KvConnector {
         }));
   }
 
+  /** The stores' prompt prefixes, or empty when {@code moemesh.prefill.stored-prefix.enabled} is false. */
+  Optional<StoredPrefixes> prefixes() {
+    return storedPrefixes ? Optional.of(prefixes) : Optional.empty();
+  }
+
+  /** Prefill role: loads a request's stored prefix ({@link StoredPrefixes#load}). */
   @Override
   public void load(String requestId, int numTokens, KvSink sink, Consumer<String> done) {
-    done.accept("prefill-svc exports KV; it does not import request " + requestId + "'s");
+    prefixes.load(requestId, numTokens, sink, done);
   }
 
   private Optional<StatsResponse> stats(String store) {

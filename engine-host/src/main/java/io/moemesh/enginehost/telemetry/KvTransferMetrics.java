@@ -25,7 +25,7 @@ public class KvTransferMetrics {
   public enum Direction {
     /** prefill-svc's puts */
     SENT,
-    /** decode-svc's gets */
+    /** decode-svc's gets, and prefill-svc's reads of stored prefixes */
     RECEIVED;
 
     String tag() {

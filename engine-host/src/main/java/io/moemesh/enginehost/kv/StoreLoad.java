@@ -1,0 +1,114 @@
+package io.moemesh.enginehost.kv;
+
+import io.grpc.Status;
+import io.grpc.stub.ClientCallStreamObserver;
+import io.grpc.stub.ClientResponseObserver;
+import io.moemesh.engine.KvConnector.KvSink;
+import io.moemesh.enginehost.telemetry.KvTransfer;
+import io.moemesh.enginehost.telemetry.KvTransferMetrics.FailureReason;
+import io.moemesh.kernels.DType;
+import io.moemesh.proto.common.v1.Tensor;
+import io.moemesh.proto.kvstore.v1.GetRequest;
+import io.moemesh.proto.kvstore.v1.GetResponse;
+import io.moemesh.proto.kvstore.v1.KvStoreGrpc;
+import java.util.function.Consumer;
+
+/**
+ * One Get of a kv-store object into an engine's reserved pages — the whole prompt (decode) or a stored prefix
+ * (prefill): checks the object's layout and each frame against the engine's cache, writes each frame as it
+ * arrives, checks at the end that every layer's every position came, and reports exactly once to {@code done}
+ * (null on success, else the reason), after recording the outcome on the transfer.
+ */
+public final class StoreLoad implements ClientResponseObserver<GetRequest, GetResponse> {
+  private final String key;
+  private final String store;
+  private final int numTokens;
+  private final KvSink sink;
+  private final KvTransfer traced;
+  private final Consumer<ClientCallStreamObserver<GetRequest>> onStart;
+  private final Consumer<String> done;
+  private final long[] rowsPerLayer;
+  private volatile String failure;
+
+  private StoreLoad(String key, String store, int numTokens, KvSink sink, KvTransfer traced,
+      Consumer<ClientCallStreamObserver<GetRequest>> onStart, Consumer<String> done) {
+    this.key = key;
+    this.store = store;
+    this.numTokens = numTokens;
+    this.sink = sink;
+    this.traced = traced;
+    this.onStart = onStart;
+    this.done = done;
+    this.rowsPerLayer = new long[sink.numLayers()];
+  }
+
+  /**
+   * Starts the Get of positions {@code [0, numTokens)} of object {@code key}: the whole object when {@code whole}
+   * (it must hold exactly that many), else a prefix read.
+   *
+   * @param onStart receives the call before it starts, so the caller can cancel it (a cancel reports to {@code done})
+   */
+  public static void start(KvStoreGrpc.KvStoreStub stub, String key, String store, boolean whole, int numTokens, KvSink sink,
+      KvTransfer traced, Consumer<ClientCallStreamObserver<GetRequest>> onStart, Consumer<String> done) {
+    var request = GetRequest.newBuilder().setKey(key).setPrefixTokens(whole ? 0 : numTokens).build();
+    stub.withInterceptors(traced.tracing()).get(request, new StoreLoad(key, store, numTokens, sink, traced, onStart, done));
+  }
+
+  @Override
+  public void beforeStart(ClientCallStreamObserver<GetRequest> call) {
+    onStart.accept(call);
+  }
+
+  @Override
+  public void onNext(GetResponse frame) {
+    if (failure != null) return;
+    try {
+      if (frame.hasInfo()) {
+        var layout = frame.getInfo().getLayout();
+        if (layout.getNumLayers() != sink.numLayers() || layout.getLatentDim() != sink.latentDim()
+            || layout.getNumTokens() < numTokens || !dtypeMatches(layout.getDtype()))
+          throw new IllegalArgumentException("object " + key + " has layout " + layout.toString().replace('\n', ' ')
+              + " but this engine needs " + sink.numLayers() + " layers × " + numTokens + " tokens × " + sink.latentDim() + " " + sink.dtype());
+      } else if (frame.hasLayer()) {
+        var layer = frame.getLayer();
+        Tensor rows = layer.getRows();
+        if (!dtypeMatches(rows.getDtype()) || rows.getShapeCount() != 2 || rows.getShape(1) != sink.latentDim())
+          throw new IllegalArgumentException("layer " + layer.getLayerId() + " rows are " + rows.getDtype() + " " + rows.getShapeList());
+        sink.writeLayer(layer.getLayerId(), layer.getTokenStart(), rows.getData().toByteArray());
+        rowsPerLayer[layer.getLayerId()] += rows.getShape(0);
+        traced.bytes(rows.getData().size());
+      }
+    } catch (RuntimeException e) {
+      failure = e.getMessage();
+    }
+  }
+
+  @Override
+  public void onError(Throwable t) {
+    Status s = Status.fromThrowable(t);
+    if (failure != null) traced.failed(FailureReason.INVALID_OBJECT, failure);
+    else traced.failed(t);
+    done.accept(failure != null ? failure : "kv-store " + store + ": " + s.getCode() + (s.getDescription() != null ? " " + s.getDescription() : ""));
+  }
+
+  @Override
+  public void onCompleted() {
+    if (failure == null)
+      for (int l = 0; l < rowsPerLayer.length; l++)
+        if (rowsPerLayer[l] != numTokens) {
+          failure = "object " + key + " sent " + rowsPerLayer[l] + " of " + numTokens + " rows of layer " + l;
+          break;
+        }
+    if (failure == null) traced.succeeded();
+    else traced.failed(FailureReason.INVALID_OBJECT, failure);
+    done.accept(failure);
+  }
+
+  private boolean dtypeMatches(io.moemesh.proto.common.v1.DType wire) {
+    return switch (wire) {
+      case DTYPE_BF16 -> sink.dtype() == DType.BF16;
+      case DTYPE_F32 -> sink.dtype() == DType.F32;
+      default -> false;
+    };
+  }
+}
