@@ -170,7 +170,8 @@ class DeployManifestsTest {
     assertThat(withBudget).as("a disruption budget per stage").containsExactlyInAnyOrderElementsOf(workloads.stream().map(Doc::name).toList());
     assertThat(withService).as("a Service per stage").containsExactlyInAnyOrderElementsOf(workloads.stream().map(Doc::name).toList());
     var scaled = docs.stream().filter(d -> d.kind().equals("HorizontalPodAutoscaler")).map(d -> d.node().path("spec").path("scaleTargetRef").path("name").asText()).toList();
-    assertThat(scaled).containsExactlyInAnyOrder("moemesh-gateway", "moemesh-prefill", "moemesh-decode", "moemesh-expert-routed", "moemesh-expert-shared");
+    assertThat(scaled).as("routed shards: a fixed count, the placement's").containsExactlyInAnyOrder("moemesh-gateway", "moemesh-prefill",
+        "moemesh-decode", "moemesh-expert-shared");
   }
 
   /** {@code [dns:///]name:port} or a StatefulSet pod's {@code name-N.service:port}; a dns:/// name must be a headless Service. */
@@ -182,7 +183,7 @@ class DeployManifestsTest {
     JsonNode data = all.get("ConfigMap/moemesh-config").node().path("data");
     int checked = 0;
     for (var e : data.properties()) {
-      if (!e.getKey().matches(".*_(REPLICAS|KV_STORE|EXPERTS_SHARDS|SHARED_ADDRESS)")) continue;
+      if (!e.getKey().matches(".*_(REPLICAS|KV_STORE|EXPERTS_SHARDS|EXPERT_PEERS|SHARED_ADDRESS)")) continue;
       for (String address : e.getValue().asText().split(",")) {
         Matcher m = ADDRESS.matcher(address.trim());
         assertThat(m.matches()).as(e.getKey() + "=" + address).isTrue();
@@ -204,9 +205,11 @@ class DeployManifestsTest {
         checked++;
       }
     }
-    assertThat(checked).as("prefill, decode, 2 stores, 4 routed shards, shared experts").isEqualTo(9);
+    assertThat(checked).as("prefill, decode, 2 stores, 4 routed shards for the engines and as peers, shared experts").isEqualTo(13);
     assertThat(data.path("MOEMESH_EXPERTS_SHARDS").asText().split(",")).as("the engines' shard list, one per shard")
         .hasSize(data.path("MOEMESH_EXPERT_NUM_SHARDS").asInt());
+    assertThat(data.path("MOEMESH_EXPERT_PEERS").asText()).as("the shards' peers: the engines' shard list")
+        .isEqualTo(data.path("MOEMESH_EXPERTS_SHARDS").asText());
   }
 
   @Test
@@ -230,6 +233,33 @@ class DeployManifestsTest {
       }
     }
     assertThat(tags).as("one image tag everywhere").hasSize(1);
+  }
+
+  /**
+   * Each kustomization runs as many routed shard pods as its placement has shards, and lists each of them, in order,
+   * to the engines and to the shards themselves (an overlay that changes the pod count patches the config too).
+   */
+  @Test
+  void everyKustomizationAgreesOnTheRoutedShardCount() throws IOException {
+    var base = byKindAndName(base());
+    for (String k : KUSTOMIZATIONS) {
+      Path dir = K8S.resolve(k);
+      JsonNode kustomization = read(dir.resolve("kustomization.yaml")).getFirst();
+      int pods = base.get("StatefulSet/moemesh-expert-routed").node().path("spec").path("replicas").asInt();
+      for (JsonNode r : kustomization.path("replicas")) if (r.path("name").asText().equals("moemesh-expert-routed")) pods = r.path("count").asInt();
+      Map<String, String> config = new HashMap<>();
+      base.get("ConfigMap/moemesh-config").node().path("data").properties().forEach(e -> config.put(e.getKey(), e.getValue().asText()));
+      for (JsonNode p : kustomization.path("patches"))
+        if (p.has("path") && !p.has("target"))
+          for (JsonNode d : read(dir.resolve(p.path("path").asText())))
+            if (d.path("kind").asText().equals("ConfigMap")) d.path("data").properties().forEach(e -> config.put(e.getKey(), e.getValue().asText()));
+      assertThat(Integer.parseInt(config.get("MOEMESH_EXPERT_NUM_SHARDS"))).as(k + ": the placement's shards").isEqualTo(pods);
+      List<String> shards = new ArrayList<>();
+      for (int i = 0; i < pods; i++) shards.add("moemesh-expert-routed-" + i + ".moemesh-expert-routed:9501");
+      assertThat(config.get("MOEMESH_EXPERTS_SHARDS").split(",")).as(k + ": the engines' shards").containsExactlyElementsOf(shards);
+      assertThat(config.get("MOEMESH_EXPERT_PEERS").split(",")).as(k + ": the shards' peers").containsExactlyElementsOf(shards);
+      assertThat(config.get("MOEMESH_EXPERTS_REDUNDANT_SLOTS")).as(k).isEqualTo(config.get("MOEMESH_EXPERT_REDUNDANT_SLOTS"));
+    }
   }
 
   @Test

@@ -334,8 +334,7 @@ class DisaggregatedMeshTest {
   }
 
   static String metrics(ServiceProcess p) throws Exception {
-    return HttpClient.newHttpClient().send(HttpRequest.newBuilder(
-        URI.create("http://localhost:" + p.httpPort + "/q/metrics")).build(), HttpResponse.BodyHandlers.ofString()).body();
+    return p.metrics();
   }
 
   /** The value of a metric without labels (or the first series of it) in Prometheus text. */

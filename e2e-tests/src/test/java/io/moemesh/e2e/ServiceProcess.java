@@ -57,9 +57,21 @@ final class ServiceProcess implements AutoCloseable {
     return "localhost:" + grpcPort;
   }
 
+  /**
+   * Its {@code /q/metrics} (Prometheus text). One client for every scrape, HTTP/1.1 and a deadline: tests poll metrics
+   * for minutes, and a client per call (each with its own selector thread, and an h2c upgrade attempt) once hung a run.
+   */
+  String metrics() throws IOException, InterruptedException {
+    return SCRAPER.send(HttpRequest.newBuilder(URI.create("http://localhost:" + httpPort + "/q/metrics")).timeout(Duration.ofSeconds(30)).build(),
+        HttpResponse.BodyHandlers.ofString()).body();
+  }
+
+  private static final HttpClient SCRAPER = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+      .connectTimeout(Duration.ofSeconds(10)).build();
+
   /** Polls readiness until it answers 200, the process dies, or the timeout passes. */
   void awaitReady(Duration timeout) throws Exception {
-    var http = HttpClient.newHttpClient();
+    var http = SCRAPER;
     var ready = HttpRequest.newBuilder(URI.create("http://localhost:" + httpPort + "/q/health/ready")).timeout(Duration.ofSeconds(5)).build();
     long deadline = System.nanoTime() + timeout.toNanos();
     while (System.nanoTime() < deadline) {

@@ -42,10 +42,10 @@ public class BalancerLoop {
 
   void start(@Observes StartupEvent event) {
     Duration interval = config.balancer().interval();
-    if (interval.isZero()) return;
+    if (interval.isZero() || config.role() != ExpertConfig.Role.ROUTED || config.shard() != 0) return; // shard 0 balances them all
     List<String> peers = config.peers().orElse(List.of());
-    if (interval.isNegative() || config.role() != ExpertConfig.Role.ROUTED || config.shard() != 0 || peers.size() != config.numShards())
-      throw new IllegalStateException("moemesh.expert.balancer.interval=" + interval + " needs a positive interval on routed shard 0 and "
+    if (interval.isNegative() || peers.size() != config.numShards())
+      throw new IllegalStateException("moemesh.expert.balancer.interval=" + interval + " needs a positive interval and "
           + "moemesh.expert.peers = the " + config.numShards() + " shards' gRPC addresses in shard order; got role " + config.role()
           + ", shard " + config.shard() + ", peers " + peers);
     for (int s = 0; s < peers.size(); s++) shards.add(new GrpcShardClient(s, peers.get(s).trim(), config.balancer().timeout()));

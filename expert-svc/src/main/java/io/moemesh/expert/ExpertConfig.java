@@ -49,7 +49,10 @@ public interface ExpertConfig {
   @WithDefault("1024")
   int loadWindow();
 
-  /** Every routed shard's gRPC address (host:port), in shard order, this one included: the balancer's shards. */
+  /**
+   * Every routed shard's gRPC address (host:port), in shard order, this one included: the balancer's shards, and
+   * where a restarted shard finds the placement to resume.
+   */
   Optional<List<String>> peers();
 
   Balancer balancer();
@@ -58,7 +61,8 @@ public interface ExpertConfig {
   interface Balancer {
     /**
      * How often shard 0 sums every shard's load, rebalances, and (when the placement changes) prepares the new
-     * placement on every shard and then publishes it to the attention replicas. 0: no balancer.
+     * placement on every shard and then publishes it to the attention replicas. 0: no balancer. Other shards and
+     * the shared role ignore it, so one setting can serve every expert service.
      */
     @WithDefault("0s")
     Duration interval();

@@ -33,11 +33,13 @@ import org.jboss.logging.Logger;
  * The experts this process holds and the one thread that computes them (the kernels split each op over
  * the cores; frames from every stream queue here in arrival order). A routed shard holds the experts of its
  * slots under the newest prepared placement (plus those of older versions still in use); the shared role
- * holds every MoE layer's shared experts. Loading runs off the startup thread; until it ends, readiness is down.
+ * holds every MoE layer's shared experts. Loading runs off the startup thread; until it ends, readiness is down. A
+ * routed shard restarted into a running mesh resumes its peers' newest placement ({@link StartingPlacement}).
  */
 @ApplicationScoped
 public class ExpertHost {
   private static final Logger LOG = Logger.getLogger(ExpertHost.class);
+  private static final java.time.Duration PEER_TIMEOUT = java.time.Duration.ofSeconds(5); // a peer's Info at startup
   @Inject ExpertConfig config;
   @Inject ExpertMetrics metrics;
 
@@ -60,7 +62,9 @@ public class ExpertHost {
         kernels = config.kernels().open(config.threads().orElse(Runtime.getRuntime().availableProcessors()));
         model = ModelConfigReader.read(config.modelDir().resolve("config.json"));
         Placement placement = config.role() == ExpertConfig.Role.ROUTED
-            ? ExpertWeights.initialPlacement(model, config.numShards(), config.redundantSlots()) : null;
+            ? StartingPlacement.choose(ExpertWeights.initialPlacement(model, config.numShards(), config.redundantSlots()), config.shard(),
+                config.peers().orElse(List.of()), PEER_TIMEOUT)
+            : null;
         ExpertSelection selection = placement == null ? ExpertSelection.SHARED_ONLY : ExpertSelection.shard(placement, config.shard());
         held = new Held(ExpertWeights.load(config.modelDir(), config.precision(), kernels, selection, null), placement);
         boolean[] moe = new boolean[ExpertWeights.numLayers(model)];

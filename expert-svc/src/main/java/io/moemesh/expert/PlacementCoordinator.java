@@ -154,7 +154,7 @@ final class PlacementCoordinator {
    * either way re-preparing its slots everywhere is as safe as re-preparing this balancer's own (a shard keeps its
    * newest two placements), and it keeps the balancing the replicas had.
    */
-  private static Placement resumable(PlacementTable newestPrepared, Placement known) {
+  static Placement resumable(PlacementTable newestPrepared, Placement known) {
     if (newestPrepared == null || newestPrepared.getVersion() <= known.version()) return null;
     try {
       Placement p = PlacementTables.fromProto(newestPrepared, known.numLayers());
