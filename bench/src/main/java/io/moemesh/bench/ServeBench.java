@@ -78,16 +78,17 @@ public final class ServeBench {
 
   /** Warm-up requests, then the measured ones; prompts are drawn from {@code ids} with the options' seed. */
   static Result run(ServeOptions o, ServeClient client, int[] ids, Progress progress) throws InterruptedException {
+    int[] prefix = o.prefixLen() == 0 ? new int[0] : RandomPrompts.draw(ids, 1, o.prefixLen(), o.seed() * 31 + 17).getFirst();
     if (o.warmup() > 0) {
-      progress.log("warm-up: %d request(s) of %d prompt tokens, %d output tokens, %d at once", o.warmup(), o.inputLen(),
+      progress.log("warm-up: %d request(s) of %d prompt tokens, %d output tokens, %d at once", o.warmup(), o.prefixLen() + o.inputLen(),
           o.outputLen(), Math.min(o.concurrency(), o.warmup()));
-      List<RequestResult> warm = sendAll(client, RandomPrompts.draw(ids, o.warmup(), o.inputLen(), ~o.seed()), o.outputLen(),
-          o.concurrency(), null);
+      List<RequestResult> warm = sendAll(client, RandomPrompts.withPrefix(prefix, RandomPrompts.draw(ids, o.warmup(), o.inputLen(), ~o.seed())),
+          o.outputLen(), o.concurrency(), null);
       RequestResult failed = warm.stream().filter(r -> !r.ok()).findFirst().orElse(null);
       if (failed != null) throw new IllegalStateException("the warm-up request failed: " + failed.error());
     }
     progress.log("%d request(s) to %s, %d at once", o.numPrompts(), o.endpoint(), o.concurrency());
-    List<int[]> prompts = RandomPrompts.draw(ids, o.numPrompts(), o.inputLen(), o.seed());
+    List<int[]> prompts = RandomPrompts.withPrefix(prefix, RandomPrompts.draw(ids, o.numPrompts(), o.inputLen(), o.seed()));
     long start = System.nanoTime();
     List<RequestResult> results = sendAll(client, prompts, o.outputLen(), o.concurrency(), progress);
     return new Result(results, ServeClient.seconds(start, System.nanoTime()));

@@ -9,23 +9,26 @@ import java.nio.file.Path;
  * @param endpoint the completions endpoint ({@code --url} may name the server, {@code …/v1} or the endpoint)
  * @param modelName the {@code model} to send; null: the first that {@code GET /v1/models} lists
  * @param tokenizer the model directory whose tokenizer gives the prompt ids; null: the demo model of that name
+ * @param prefixLen ids every prompt starts with, before its {@code inputLen} random ones (vLLM's {@code --random-prefix-len}):
+ *     a prefix-caching workload; 0 = none
  * @param warmup requests sent (at the same concurrency) before the measured ones, and not counted
  */
-record ServeOptions(URI endpoint, int concurrency, int numPrompts, int inputLen, int outputLen, Path json,
+record ServeOptions(URI endpoint, int concurrency, int numPrompts, int inputLen, int prefixLen, int outputLen, Path json,
     String modelName, Path tokenizer, long seed, int warmup, boolean help) {
 
   static final String USAGE = """
       usage: bin/moemesh bench serve --url URL [--concurrency C] [--num-prompts N] [--input-len I] [--output-len O]
-                                     [--json FILE] [--model-name M] [--tokenizer DIR] [--seed S] [--warmup W]
+                                     [--prefix-len P] [--json FILE] [--model-name M] [--tokenizer DIR] [--seed S] [--warmup W]
         N random prompts of exactly I token ids, streamed through URL's /v1/completions with max_tokens = O and
         ignore_eos, C at once; reports TTFT, TPOT, ITL and end-to-end latency (mean, p50, p90, p99) and the
-        request and token throughputs. Defaults: C = 1, N = 64, I = 1024, O = 128, S = 0, W = C; M = what
-        /v1/models lists; DIR = $MOEMESH_HOME/models/M (the demo models' cache).""";
+        request and token throughputs. --prefix-len P: every prompt (warm-up ones too) starts with the same P ids,
+        then its I random ones (a prefix-caching workload). Defaults: C = 1, N = 64, I = 1024, O = 128, P = 0,
+        S = 0, W = C; M = what /v1/models lists; DIR = $MOEMESH_HOME/models/M (the demo models' cache).""";
 
   static ServeOptions parse(String... args) {
     String url = null, model = null;
     Path json = null, tokenizer = null;
-    int concurrency = 1, numPrompts = 64, inputLen = 1024, outputLen = 128, warmup = -1;
+    int concurrency = 1, numPrompts = 64, inputLen = 1024, prefixLen = 0, outputLen = 128, warmup = -1;
     long seed = 0;
     boolean help = false;
     for (int i = 0; i < args.length; i++) {
@@ -49,6 +52,7 @@ record ServeOptions(URI endpoint, int concurrency, int numPrompts, int inputLen,
         case "--num-prompts" -> numPrompts = positive(name, value);
         case "--input-len" -> inputLen = positive(name, value);
         case "--output-len" -> outputLen = positive(name, value);
+        case "--prefix-len" -> prefixLen = nonNegative(name, value);
         case "--json" -> json = Path.of(value);
         case "--model-name" -> model = value;
         case "--tokenizer" -> tokenizer = Path.of(value);
@@ -57,9 +61,9 @@ record ServeOptions(URI endpoint, int concurrency, int numPrompts, int inputLen,
         default -> throw new IllegalArgumentException("unknown option '" + name + "'");
       }
     }
-    if (help) return new ServeOptions(null, concurrency, numPrompts, inputLen, outputLen, json, model, tokenizer, seed, 0, true);
+    if (help) return new ServeOptions(null, concurrency, numPrompts, inputLen, prefixLen, outputLen, json, model, tokenizer, seed, 0, true);
     if (url == null) throw new IllegalArgumentException("--url is required (e.g. --url http://localhost:8000)");
-    return new ServeOptions(ServeClient.completionsEndpoint(url), concurrency, numPrompts, inputLen, outputLen, json, model,
+    return new ServeOptions(ServeClient.completionsEndpoint(url), concurrency, numPrompts, inputLen, prefixLen, outputLen, json, model,
         tokenizer, seed, warmup < 0 ? concurrency : warmup, false);
   }
 

@@ -19,7 +19,8 @@ final class ServeReport {
     line(sb, "model", model);
     line(sb, "url", o.endpoint().toString());
     line(sb, "concurrency", o.concurrency());
-    line(sb, "prompts (input / output tokens)", o.numPrompts() + " (" + o.inputLen() + " / " + o.outputLen() + ")");
+    line(sb, "prompts (input / output tokens)", o.numPrompts() + " (" + (o.prefixLen() > 0 ? o.prefixLen() + " shared + " : "")
+        + o.inputLen() + " / " + o.outputLen() + ")");
     line(sb, "successful requests", s.completed());
     line(sb, "failed requests", s.failed());
     line(sb, "duration (s)", fixed(s.durationSeconds(), 2));
@@ -58,6 +59,7 @@ final class ServeReport {
         .put("max_concurrency", o.concurrency())
         .put("num_prompts", o.numPrompts())
         .put("input_len", o.inputLen())
+        .put("prefix_len", o.prefixLen())
         .put("output_len", o.outputLen())
         .put("seed", o.seed())
         .put("completed", s.completed())

@@ -133,9 +133,11 @@ class ServeBenchTest {
     @Test
     void everyOption() {
       var o = ServeOptions.parse("--url", "http://h:1", "--concurrency", "4", "--num-prompts", "10", "--input-len", "2000",
-          "--output-len", "16", "--json", "out/s.json", "--model-name", "small", "--tokenizer", "/m", "--seed", "3", "--warmup", "0");
-      assertThat(o).isEqualTo(new ServeOptions(URI.create("http://h:1/v1/completions"), 4, 10, 2000, 16, Path.of("out/s.json"),
+          "--output-len", "16", "--json", "out/s.json", "--model-name", "small", "--tokenizer", "/m", "--seed", "3", "--warmup", "0",
+          "--prefix-len", "512");
+      assertThat(o).isEqualTo(new ServeOptions(URI.create("http://h:1/v1/completions"), 4, 10, 2000, 512, 16, Path.of("out/s.json"),
           "small", Path.of("/m"), 3, 0, false));
+      assertThat(ServeOptions.parse("--url", "u").prefixLen()).isZero();
     }
 
     @Test
@@ -145,6 +147,7 @@ class ServeBenchTest {
       assertThatThrownBy(() -> ServeOptions.parse("--url", "u", "--input-len", "x")).hasMessageContaining("'x'");
       assertThatThrownBy(() -> ServeOptions.parse("--url", "u", "--rate", "3")).hasMessageContaining("--rate");
       assertThatThrownBy(() -> ServeOptions.parse("--url")).hasMessageContaining("needs a value");
+      assertThatThrownBy(() -> ServeOptions.parse("--url", "u", "--prefix-len", "-1")).hasMessage("--prefix-len must not be negative, got -1");
     }
   }
 
@@ -157,6 +160,12 @@ class ServeBenchTest {
       assertThat(prompts).hasSize(3).allSatisfy(p -> assertThat(p).hasSize(50).containsOnly(5, 9, 42));
       assertThat(RandomPrompts.draw(ids, 3, 50, 7)).usingRecursiveComparison().isEqualTo(prompts);
       assertThat(RandomPrompts.draw(ids, 1, 50, 8).getFirst()).isNotEqualTo(prompts.getFirst());
+    }
+
+    @Test
+    void aSharedPrefixGoesBeforeEachPromptsOwnIds() {
+      List<int[]> prompts = RandomPrompts.withPrefix(new int[] {1, 2}, List.of(new int[] {7, 8, 9}, new int[] {5}));
+      assertThat(prompts).containsExactly(new int[] {1, 2, 7, 8, 9}, new int[] {1, 2, 5});
     }
   }
 
