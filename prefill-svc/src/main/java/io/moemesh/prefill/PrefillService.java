@@ -31,8 +31,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * Prefill over gRPC: looks for the prompt's prefix in the stores ({@link StoredPrefixes}), opens the prompt's object
  * in kv-store, runs the request in prefill role (each layer of each chunk streams to the store as it is computed;
  * a stored prefix is read rather than computed when the engine's own cache holds less of it), commits the object
- * and answers with the ticket and the first token. A cancelled call aborts the request and revokes the object (or, if it was committed meanwhile,
- * releases it: the ticket would reach nobody).
+ * and answers with the ticket and the first token. A cancelled call aborts the request and revokes the object
+ * (or, if it was committed meanwhile, releases it: the ticket would reach nobody).
  */
 @GrpcService
 public class PrefillService implements Prefill {
@@ -64,7 +64,11 @@ public class PrefillService implements Prefill {
             try (var scope = trace.makeCurrent()) {
               run(found.isEmpty() ? spec : spec.withHandoff(new KvHandoff.Export(found.get().tokens())), found, pageHashes, loaded, emitter, call);
             }
-          }));
+          }))
+          .exceptionally(e -> { // a bug, not the client's: say so rather than leave the call to its deadline
+            emitter.fail(Status.INTERNAL.withDescription("request " + spec.id() + ": " + e).asRuntimeException());
+            return null;
+          });
     });
   }
 
