@@ -145,9 +145,9 @@ public final class Scheduler {
         loads.add(new SchedulerOutput.KvLoad(r.id(), r.kvToImport, kv.blockTable(r.id())));
         continue;
       }
-      r.kvToImport = 0; // this cache holds at least as much of the prompt as the store
       int n = Math.min(r.numTokens() - computed, budget);
       if (!kv.allocate(r.id(), hit, computed + n)) break; // head of line waits for pages
+      r.kvToImport = 0; // this cache holds at least as much of the prompt as the store
       if (r.numPreemptions == 0) r.numCachedPromptTokens = computed;
       r.numComputedTokens = computed;
       r.status = RequestStatus.RUNNING;
