@@ -65,10 +65,15 @@ static int64_t now_nanos(void) {
   return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* One step of a wait that started at `start`: `pause` first, then give the core to anyone else runnable. */
-static void wait_step(int64_t start, int64_t now) {
-  if (now - start < MK_PAUSE_NANOS) spin_pause();
-  else sched_yield();
+/* One step of a wait that started at `start`: `pause` first, then give the core to anyone else runnable.
+ * Returns the time, read every 64 pauses but after every yield (one can last a timeslice on a shared core). */
+static int64_t wait_step(int64_t start, int64_t now, uint32_t spins) {
+  if (now - start < MK_PAUSE_NANOS) {
+    spin_pause();
+    return (spins & 63) == 0 ? now_nanos() : now;
+  }
+  sched_yield();
+  return now_nanos();
 }
 
 static void run_part(const mk_pool *p, int32_t part, int32_t parts) {
@@ -103,8 +108,7 @@ static uint32_t await_job(mk_pool *p, uint32_t seen) {
   for (uint32_t spins = 1;; spins++) {
     uint32_t g = JOB_GEN(atomic_load_explicit(&p->job, memory_order_acquire));
     if (g != seen || atomic_load(&p->stop)) return g;
-    if ((spins & 63) == 0) now = now_nanos(); /* the clock only every 64 steps */
-    wait_step(start, now);
+    now = wait_step(start, now, spins);
     if (now - start > MK_SPIN_NANOS) {
       pthread_mutex_lock(&p->lock);
       while (JOB_GEN(atomic_load(&p->job)) == seen && !atomic_load(&p->stop)) pthread_cond_wait(&p->wake, &p->lock);
@@ -130,8 +134,7 @@ static void *worker_main(void *raw) {
 static void await_parts(mk_pool *p, int32_t parts) {
   int64_t start = now_nanos(), now = start;
   for (uint32_t spins = 1; atomic_load_explicit(&p->done, memory_order_acquire) < parts; spins++) {
-    if ((spins & 63) == 0) now = now_nanos();
-    wait_step(start, now);
+    now = wait_step(start, now, spins);
     if (now - start > MK_WAIT_NANOS) {
       pthread_mutex_lock(&p->lock);
       atomic_store(&p->caller_asleep, true); /* seq_cst, paired with the workers' done */
