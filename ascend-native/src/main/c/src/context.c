@@ -26,8 +26,8 @@
 #define MK_PARALLEL_MIN_WORK (64 * 1024) /* below this many bytes touched, one thread does it all */
 
 /* The job word: generation (bits 32-63) | parts (16-31) | next part to claim (0-15). One atomic word, so a
- * claim succeeds only against the job it was read from: a worker that wakes late for an old job can neither
- * take a part of the next one (with the old job's fn and arg in hand) nor count a completion against it. */
+ * claim succeeds only against the job it was read from: a worker that wakes late for an old job cannot claim a
+ * part of the next one by the old one's count, nor count a completion against a job it took no part of. */
 #define JOB_GEN(w) ((uint32_t)((w) >> 32))
 #define JOB_PARTS(w) ((int32_t)(((w) >> 16) & 0xFFFF))
 #define JOB_NEXT(w) ((int32_t)((w) & 0xFFFF))
