@@ -1,37 +1,54 @@
-/* Contexts and their thread pools. Workers spin briefly for the next job (decode issues many small ops in a
- * row, and a futex wake-up costs more than the op), then sleep on a condition variable. */
+/* Contexts and their thread pools.
+ *
+ * A job's range is cut into a few parts per thread, which the caller and the workers claim one at a time from
+ * an atomic counter: whoever is free takes the next part, so a worker that is late (descheduled because other
+ * processes share the cores) leaves its share to the others instead of holding the caller up, and the caller
+ * waits only for parts already in progress. Part bounds depend on n, grain and the thread count only, never
+ * on who ran what.
+ *
+ * Waiting threads spin briefly (decode issues many 10-100 us ops in a row, and a futex wake-up costs more
+ * than the op), then sched_yield, which returns at once on an idle core but hands a shared core to whoever
+ * else is runnable, then sleep on a condition variable. */
 #include "mk_internal.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <time.h>
 
 #define MK_MAX_THREADS 256
-#define MK_SPIN_NANOS 200000 /* how long an idle worker spins before it sleeps */
+#define MK_PARTS_PER_THREAD 4 /* a late worker still finds parts to take, and fast threads take more */
+#define MK_PAUSE_NANOS 5000   /* a waiting thread spins with `pause` this long before it yields its core */
+#define MK_SPIN_NANOS 200000  /* how long an idle worker spins (pausing, then yielding) before it sleeps */
+#define MK_WAIT_NANOS 100000  /* how long the caller spins for parts in progress before it sleeps */
 #define MK_PARALLEL_MIN_WORK (64 * 1024) /* below this many bytes touched, one thread does it all */
+
+/* The job word: generation (bits 32-63) | parts (16-31) | next part to claim (0-15). One atomic word, so a
+ * claim succeeds only against the job it was read from: a worker that wakes late for an old job cannot claim a
+ * part of the next one by the old one's count, nor count a completion against a job it took no part of. */
+#define JOB_GEN(w) ((uint32_t)((w) >> 32))
+#define JOB_PARTS(w) ((int32_t)(((w) >> 16) & 0xFFFF))
+#define JOB_NEXT(w) ((int32_t)((w) & 0xFFFF))
 
 typedef struct mk_pool {
   pthread_t workers[MK_MAX_THREADS];
   int32_t num_workers;
   pthread_mutex_t call_lock; /* serializes calls on the context */
   pthread_mutex_t lock;
-  pthread_cond_t wake;
-  atomic_uint_fast64_t generation; /* bumped per job */
-  atomic_int pending;              /* workers still running the current job */
+  pthread_cond_t wake;     /* a new job, or stop */
+  pthread_cond_t finished; /* the caller's job has no part left running */
+  _Atomic uint64_t job;    /* see JOB_GEN */
+  atomic_int done;         /* parts of the current job finished */
+  atomic_bool caller_asleep;
   atomic_bool stop;
-  /* the current job */
+  uint32_t generation; /* the caller's: the last job published */
+  /* the current job: written only while no part of the previous one can still run */
   mk_range_fn fn;
   void *arg;
   int64_t n, grain;
-  int32_t parts;
 } mk_pool;
-
-typedef struct {
-  mk_pool *pool;
-  int32_t index; /* 1..num_workers; the caller is part 0 */
-} mk_worker_arg;
 
 /* A polite busy-wait step: tells the core we are spinning (frees issue slots for the other hyperthread). */
 static inline void spin_pause(void) {
@@ -48,39 +65,84 @@ static int64_t now_nanos(void) {
   return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static void run_part(mk_pool *p, int32_t part) {
-  if (part >= p->parts) return;
+/* One step of a wait that started at `start`: `pause` first, then give the core to anyone else runnable.
+ * Returns the time, read every 64 pauses but after every yield (one can last a timeslice on a shared core). */
+static int64_t wait_step(int64_t start, int64_t now, uint32_t spins) {
+  if (now - start < MK_PAUSE_NANOS) {
+    spin_pause();
+    return (spins & 63) == 0 ? now_nanos() : now;
+  }
+  sched_yield();
+  return now_nanos();
+}
+
+static void run_part(const mk_pool *p, int32_t part, int32_t parts) {
   int64_t chunks = (p->n + p->grain - 1) / p->grain;
-  int64_t begin = chunks * part / p->parts * p->grain;
-  int64_t end = chunks * (part + 1) / p->parts * p->grain;
+  int64_t begin = chunks * part / parts * p->grain;
+  int64_t end = chunks * (part + 1) / parts * p->grain;
   if (end > p->n) end = p->n;
   if (begin < end) p->fn(p->arg, begin, end);
 }
 
-static void *worker_main(void *raw) {
-  mk_worker_arg *wa = raw;
-  mk_pool *p = wa->pool;
-  uint_fast64_t seen = 0; /* the pool starts at generation 0, before any job: a late-starting worker must still see job 1 */
-  for (;;) {
-    int64_t spin_until = now_nanos() + MK_SPIN_NANOS;
-    uint_fast64_t g;
-    for (uint32_t spins = 1;; spins++) {
-      g = atomic_load_explicit(&p->generation, memory_order_acquire);
-      if (g != seen || atomic_load(&p->stop)) break;
-      spin_pause();
-      if ((spins & 255) == 0 && now_nanos() > spin_until) { /* the clock only every 256 spins */
-        pthread_mutex_lock(&p->lock);
-        while (atomic_load(&p->generation) == seen && !atomic_load(&p->stop)) pthread_cond_wait(&p->wake, &p->lock);
-        pthread_mutex_unlock(&p->lock);
-      }
+/* Claims and runs parts of job `gen` until none is left. The job's fields are read only between a claim and
+ * its completion, while the job cannot end; the acquiring claim sees the caller's writes before it published. */
+static void run_parts(mk_pool *p, uint32_t gen) {
+  uint64_t w = atomic_load_explicit(&p->job, memory_order_acquire);
+  while (JOB_GEN(w) == gen && JOB_NEXT(w) < JOB_PARTS(w)) {
+    if (!atomic_compare_exchange_weak_explicit(&p->job, &w, w + 1, memory_order_acquire, memory_order_acquire))
+      continue; /* w now holds the current word */
+    run_part(p, JOB_NEXT(w), JOB_PARTS(w));
+    /* seq_cst, paired with the caller's caller_asleep: either it sees this part done or we see it asleep */
+    if (atomic_fetch_add(&p->done, 1) + 1 == JOB_PARTS(w) && atomic_load(&p->caller_asleep)) {
+      pthread_mutex_lock(&p->lock);
+      pthread_cond_signal(&p->finished);
+      pthread_mutex_unlock(&p->lock);
     }
-    if (atomic_load(&p->stop)) break;
-    seen = g;
-    run_part(p, wa->index);
-    atomic_fetch_sub_explicit(&p->pending, 1, memory_order_release);
+    w = atomic_load_explicit(&p->job, memory_order_acquire);
   }
-  free(wa);
+}
+
+/* Waits for a job newer than `seen` (or stop) and returns its generation. */
+static uint32_t await_job(mk_pool *p, uint32_t seen) {
+  int64_t start = now_nanos(), now = start;
+  for (uint32_t spins = 1;; spins++) {
+    uint32_t g = JOB_GEN(atomic_load_explicit(&p->job, memory_order_acquire));
+    if (g != seen || atomic_load(&p->stop)) return g;
+    now = wait_step(start, now, spins);
+    if (now - start > MK_SPIN_NANOS) {
+      pthread_mutex_lock(&p->lock);
+      while (JOB_GEN(atomic_load(&p->job)) == seen && !atomic_load(&p->stop)) pthread_cond_wait(&p->wake, &p->lock);
+      pthread_mutex_unlock(&p->lock);
+    }
+  }
+}
+
+static void *worker_main(void *raw) {
+  mk_pool *p = raw;
+  uint32_t seen = 0; /* the pool starts at generation 0, before any job: a late-starting worker must still see job 1 */
+  for (;;) {
+    seen = await_job(p, seen);
+    if (atomic_load(&p->stop)) break;
+    run_parts(p, seen);
+  }
   return NULL;
+}
+
+/* Waits until all `parts` parts are done: every part is claimed by now, so this waits only for parts that
+ * some thread is running. Sleeps after MK_WAIT_NANOS, so a long part on a descheduled worker leaves this
+ * core idle, where the scheduler can move that worker. */
+static void await_parts(mk_pool *p, int32_t parts) {
+  int64_t start = now_nanos(), now = start;
+  for (uint32_t spins = 1; atomic_load_explicit(&p->done, memory_order_acquire) < parts; spins++) {
+    now = wait_step(start, now, spins);
+    if (now - start > MK_WAIT_NANOS) {
+      pthread_mutex_lock(&p->lock);
+      atomic_store(&p->caller_asleep, true); /* seq_cst, paired with the workers' done */
+      while (atomic_load(&p->done) < parts) pthread_cond_wait(&p->finished, &p->lock);
+      atomic_store(&p->caller_asleep, false);
+      pthread_mutex_unlock(&p->lock);
+    }
+  }
 }
 
 void mk_parallel_for(mk_context *ctx, int64_t n, int64_t grain, int64_t work, mk_range_fn fn, void *arg) {
@@ -92,20 +154,21 @@ void mk_parallel_for(mk_context *ctx, int64_t n, int64_t grain, int64_t work, mk
     fn(arg, 0, n);
     return;
   }
-  int32_t parts = ctx->threads < chunks ? ctx->threads : (int32_t)chunks;
+  int64_t most = (int64_t)ctx->threads * MK_PARTS_PER_THREAD;
+  int32_t parts = (int32_t)(chunks < most ? chunks : most);
   pthread_mutex_lock(&p->call_lock);
   p->fn = fn;
   p->arg = arg;
   p->n = n;
   p->grain = grain;
-  p->parts = parts;
-  atomic_store(&p->pending, p->num_workers);
+  atomic_store_explicit(&p->done, 0, memory_order_relaxed); /* published by the job word's release */
+  uint32_t gen = ++p->generation;
+  atomic_store_explicit(&p->job, (uint64_t)gen << 32 | (uint64_t)parts << 16, memory_order_release);
   pthread_mutex_lock(&p->lock);
-  atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
   pthread_cond_broadcast(&p->wake);
   pthread_mutex_unlock(&p->lock);
-  run_part(p, 0);
-  while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) spin_pause();
+  run_parts(p, gen);
+  await_parts(p, parts);
   pthread_mutex_unlock(&p->call_lock);
 }
 
@@ -119,6 +182,7 @@ static void pool_destroy(mk_pool *p) {
   pthread_mutex_destroy(&p->lock);
   pthread_mutex_destroy(&p->call_lock);
   pthread_cond_destroy(&p->wake);
+  pthread_cond_destroy(&p->finished);
   free(p);
 }
 
@@ -128,18 +192,13 @@ static mk_pool *pool_create(int32_t workers) {
   pthread_mutex_init(&p->lock, NULL);
   pthread_mutex_init(&p->call_lock, NULL);
   pthread_cond_init(&p->wake, NULL);
-  atomic_init(&p->generation, 0);
-  atomic_init(&p->pending, 0);
+  pthread_cond_init(&p->finished, NULL);
+  atomic_init(&p->job, 0);
+  atomic_init(&p->done, 0);
+  atomic_init(&p->caller_asleep, false);
   atomic_init(&p->stop, false);
   for (int32_t i = 0; i < workers; i++) {
-    mk_worker_arg *wa = malloc(sizeof(mk_worker_arg));
-    if (wa == NULL) break;
-    wa->pool = p;
-    wa->index = i + 1;
-    if (pthread_create(&p->workers[i], NULL, worker_main, wa) != 0) {
-      free(wa);
-      break;
-    }
+    if (pthread_create(&p->workers[i], NULL, worker_main, p) != 0) break;
     p->num_workers++;
   }
   if (p->num_workers != workers) {

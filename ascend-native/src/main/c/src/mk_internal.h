@@ -9,11 +9,12 @@
 
 #define MK_EXPORT __attribute__((visibility("default")))
 
-/* ---- thread pool: run fn(arg, begin, end) over [0, n) split into contiguous per-thread ranges ---- */
+/* ---- thread pool: run fn(arg, begin, end) over [0, n) split into contiguous ranges ---- */
 typedef void (*mk_range_fn)(void *arg, int64_t begin, int64_t end);
-/* Splits [0, n) into at most ctx->threads ranges whose bounds are multiples of `grain` (except the end);
- * runs them in parallel when `work` (a rough cost, e.g. bytes touched) is worth waking threads for.
- * Which thread computes a row never changes the result: kernels keep a fixed order per row. */
+/* Splits [0, n) into a few ranges per thread whose bounds are multiples of `grain` (except the end), and runs
+ * them in parallel, each on whichever thread is free to take it, when `work` (a rough cost, e.g. bytes touched)
+ * is worth waking threads for. fn must compute each index the same whatever range holds it (kernels keep a
+ * fixed order per row, and tile from range starts that are multiples of grain). */
 void mk_parallel_for(mk_context *ctx, int64_t n, int64_t grain, int64_t work, mk_range_fn fn, void *arg);
 
 /* ---- numeric helpers shared by every path ---- */

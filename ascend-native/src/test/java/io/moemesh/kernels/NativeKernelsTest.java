@@ -177,6 +177,54 @@ class NativeKernelsTest {
     }
   }
 
+  /**
+   * The thread pool under a stream of calls, as in decode: hundreds of calls in a row from one context, two ops
+   * taking turns and each of a random size, so the pool cuts them into 1 to a dozen parts. Every call writes
+   * over NaN and must give the bits of a whole-matrix run (A8W8: the reference's; BF16 × BF16: one thread's), so
+   * a part lost, run with the previous call's arguments, or computed differently for where its bounds fell shows.
+   */
+  @Nested
+  class BackToBackCalls {
+    @Test
+    void everyCallOfAStreamOfVaryingSizesHasTheBitsOfAWholeRun() {
+      int maxRows = 10, maxM = 600, k = 1024;
+      try (var arena = TensorArena.open(); var one = NativeKernels.create(1); var three = NativeKernels.create(3)) {
+        var rnd = new Random(29);
+        Tensor x = random(arena, rnd, DType.BF16, maxRows, k), w = random(arena, rnd, DType.BF16, maxM, k);
+        Tensor xq = arena.allocate(DType.I8, maxRows, k), xs = arena.allocate(DType.F32, maxRows);
+        Tensor wq = arena.allocate(DType.I8, maxM, k), ws = arena.allocate(DType.F32, maxM);
+        one.quantizeRows(xq, xs, x);
+        one.quantizeRows(wq, ws, w);
+        Tensor int8All = arena.allocate(DType.F32, maxRows, maxM), bf16All = arena.allocate(DType.F32, maxRows, maxM);
+        new ReferenceKernels().matmulInt8(int8All, xq, xs, wq, ws);
+        one.matmul(bf16All, x, w);
+        Tensor out = arena.allocate(DType.F32, maxRows, maxM);
+        float[] nan = new float[maxRows * maxM];
+        Arrays.fill(nan, Float.NaN);
+        for (int call = 0; call < 300; call++) {
+          int n = 1 + rnd.nextInt(maxRows), m = 1 + rnd.nextInt(maxM);
+          Tensor o = out.rows(0, n).cols(0, m);
+          out.copyFrom(nan);
+          three.matmulInt8(o, xq.rows(0, n), xs.rows(0, n), wq.rows(0, m), ws.rows(0, m));
+          assertSameRows(o, int8All, "A8W8 call " + call);
+          out.copyFrom(nan);
+          three.matmul(o, x.rows(0, n), w.rows(0, m));
+          assertSameRows(o, bf16All, "BF16 call " + call);
+        }
+      }
+    }
+
+    /** Each row of {@code got} (n, m) equals the first m values of the same row of {@code all}. */
+    private void assertSameRows(Tensor got, Tensor all, String what) {
+      int n = got.dim(0), m = got.dim(1);
+      for (int r = 0; r < n; r++) {
+        float[] row = got.rows(r, r + 1).toFloatArray();
+        float[] expected = Arrays.copyOf(all.rows(r, r + 1).toFloatArray(), m);
+        assertThat(row).as("%s: row %d of (%d, %d)", what, r, n, m).containsExactly(expected);
+      }
+    }
+  }
+
   @Nested
   class Blocking {
     /** Past one 1024-byte k block and one 128-row activation block: the GEMM's blocked path, exact. */
