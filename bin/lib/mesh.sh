@@ -114,13 +114,15 @@ cmd_up() {
 
   MESH_LOGS="$(mesh_home)/logs/$(date +%Y%m%d-%H%M%S)"
   mkdir -p "$MESH_LOGS" "$(mesh_home)/run"
-  # The engines share the cores: each gets its part (at least one thread), unless --threads says otherwise.
-  local cores i decode_list='' prefill_list='' engines=$((replicas + prefills))
-  ((single)) && engines=1
+  # Kernel threads per engine, unless --threads sets them all: a prefill engine takes every core (a long prompt alone
+  # should have the machine; idle engines' workers sleep, and when engines share cores the kernels' pool hands each
+  # part to whichever thread is free); the decode replicas split the cores (they run all the time).
+  local cores i decode_list='' prefill_list='' prefill_threads decode_threads
   cores=$(nproc 2>/dev/null || echo 2)
-  [[ -n $threads ]] || threads=$((cores / engines))
-  ((threads >= 1)) || threads=1
-  local engine=("moemesh.engine.model-dir=$model" "moemesh.engine.precision=$precision" "moemesh.engine.threads=$threads")
+  prefill_threads=${threads:-$cores}
+  decode_threads=${threads:-$((single ? cores : cores / replicas))}
+  ((decode_threads >= 1)) || decode_threads=1
+  local engine=("moemesh.engine.model-dir=$model" "moemesh.engine.precision=$precision")
   ((detach)) || trap 'stop_mesh; exit 130' INT TERM
   # Expert parallelism: the prefill and decode replicas' MoE layers run on routed shards (+ a shared-expert service).
   local remote=() shard_list='' expert=("moemesh.expert.model-dir=$model" "moemesh.expert.precision=$precision" \
@@ -149,13 +151,14 @@ cmd_up() {
     done
     for ((i = 0; i < prefills; i++)); do # the gateway routes each prompt by its prefix (README, "Routing")
       start_service "prefill-$i" prefill-svc $((9200 + 10 * i)) quarkus.grpc.server.port=$((9201 + 10 * i)) \
-        "moemesh.prefill.kv-store=$store_list" "${engine[@]}" "${remote[@]}"
+        "moemesh.prefill.kv-store=$store_list" "${engine[@]}" "moemesh.engine.threads=$prefill_threads" "${remote[@]}"
       prefill_list+="${prefill_list:+,}localhost:$((9201 + 10 * i))"
     done
     routing=("moemesh.gateway.prefill.replicas=$prefill_list")
   fi
   for ((i = 0; i < replicas; i++)); do
-    start_service "decode-$i" decode-svc $((9300 + 10 * i)) quarkus.grpc.server.port=$((9301 + 10 * i)) "${engine[@]}" "${remote[@]}"
+    start_service "decode-$i" decode-svc $((9300 + 10 * i)) quarkus.grpc.server.port=$((9301 + 10 * i)) "${engine[@]}" \
+      "moemesh.engine.threads=$decode_threads" "${remote[@]}"
     decode_list+="${decode_list:+,}localhost:$((9301 + 10 * i))"
   done
   start_service gateway gateway "$port" "moemesh.gateway.model-dir=$model" "${routing[@]}" \
@@ -168,7 +171,7 @@ cmd_up() {
   ((single)) && shape="one decode process that computes the prompts too (--single)"
   ((shards == 0)) || shape+=", $shards routed-expert shard(s) ($redundant redundant slots, rebalanced every $balance), shared experts $shared"
   cat <<MSG
-moemesh: the mesh is up on $(basename "$model") ($precision, $threads thread(s) per engine): gateway, $shape
+moemesh: the mesh is up on $(basename "$model") ($precision; kernel threads: $prefill_threads per prefill, $decode_threads per decode engine): gateway, $shape
   OpenAI API   http://localhost:$port/v1
   logs         $MESH_LOGS
   try          curl -s http://localhost:$port/v1/chat/completions -H 'Content-Type: application/json' \\
