@@ -73,12 +73,7 @@ class KvStoreGrpcServiceTest {
     assertThat(frames.getFirst().getInfo().getPageHashesList()).containsExactly(101L, 102L);
     assertThat(frames.getFirst().getInfo().getLeaseExpireTime()).isEqualTo(put.getLeaseExpireTime());
     byte[][] got = new byte[3][40 * ROW_BYTES];
-    List<String> order = new ArrayList<>();
-    for (GetResponse frame : frames.subList(1, frames.size())) {
-      LayerRows rows = frame.getLayer();
-      order.add(rows.getLayerId() + ":" + rows.getTokenStart() + "+" + rows.getRows().getShape(0));
-      rows.getRows().getData().copyTo(got[rows.getLayerId()], rows.getTokenStart() * ROW_BYTES);
-    }
+    List<String> order = copyRows(frames, got);
     // 16 KiB frames hold 14 rows of 1152 bytes: each layer spans three frames, layers in order
     assertThat(order).containsExactly("0:0+14", "0:14+14", "0:28+12", "1:0+14", "1:14+14", "1:28+12", "2:0+14", "2:14+14", "2:28+12");
     assertThat(got).isDeepEqualTo(layers);
@@ -271,12 +266,7 @@ class KvStoreGrpcServiceTest {
     List<GetResponse> frames = kvStore.get(GetRequest.newBuilder().setKey(key).setPrefixTokens(20).build()).collect().asList().await().atMost(TIMEOUT);
     assertThat(frames.getFirst().getInfo().getLayout()).as("the object's own layout").isEqualTo(layout);
     byte[][] got = new byte[2][20 * ROW_BYTES];
-    List<String> order = new ArrayList<>();
-    for (GetResponse frame : frames.subList(1, frames.size())) {
-      LayerRows rows = frame.getLayer();
-      order.add(rows.getLayerId() + ":" + rows.getTokenStart() + "+" + rows.getRows().getShape(0));
-      rows.getRows().getData().copyTo(got[rows.getLayerId()], rows.getTokenStart() * ROW_BYTES);
-    }
+    List<String> order = copyRows(frames, got);
     assertThat(order).containsExactly("0:0+14", "0:14+6", "1:0+14", "1:14+6");
     for (int l = 0; l < 2; l++) assertThat(got[l]).isEqualTo(java.util.Arrays.copyOf(layers[l], 20 * ROW_BYTES));
     assertStatus(() -> kvStore.get(GetRequest.newBuilder().setKey(key).setPrefixTokens(41).build()).collect().asList().await().atMost(TIMEOUT),
@@ -314,6 +304,17 @@ class KvStoreGrpcServiceTest {
   }
 
   // ---- helpers -----------------------------------------------------------------------------------------
+
+  /** Copies a Get's layer frames into {@code layers} by position; returns them as "layer:start+rows", in order. */
+  static List<String> copyRows(List<GetResponse> frames, byte[][] layers) {
+    List<String> order = new ArrayList<>();
+    for (GetResponse frame : frames.subList(1, frames.size())) {
+      LayerRows rows = frame.getLayer();
+      order.add(rows.getLayerId() + ":" + rows.getTokenStart() + "+" + rows.getRows().getShape(0));
+      rows.getRows().getData().copyTo(layers[rows.getLayerId()], rows.getTokenStart() * ROW_BYTES);
+    }
+    return order;
+  }
 
   static String key() {
     return "req-" + UUID.randomUUID();

@@ -57,8 +57,11 @@ final class KvStores {
     return Arrays.stream(configured.split(",")).map(String::trim).filter(a -> !a.isEmpty()).toList();
   }
 
-  /** The store for an object of {@code bytes}; counts them against that store until its next Stats. */
-  Store pick(long bytes) {
+  /**
+   * The store for an object of {@code bytes}; counts them against that store until its next Stats. Synchronized:
+   * prompts arrive in bursts on several threads, and picks that read the same figures would all take one store.
+   */
+  synchronized Store pick(long bytes) {
     Store best = null;
     for (Store s : stores) if (s.known() && (best == null || s.expectedFree() > best.expectedFree())) best = s;
     if (best == null) { // nobody has answered (yet): take turns among those not known to be down
@@ -74,11 +77,13 @@ final class KvStores {
   void refresh() {
     for (Store s : stores) {
       Optional<StatsResponse> answer = stats.apply(s.address);
-      s.answering = answer.isPresent();
-      answer.ifPresent(a -> {
-        s.putSinceStats.set(0);
-        s.free = a.getMaxBytes() - a.getUsedBytes();
-      });
+      synchronized (this) { // a pick sees a store's figures before or after, never half updated
+        s.answering = answer.isPresent();
+        answer.ifPresent(a -> {
+          s.putSinceStats.set(0);
+          s.free = a.getMaxBytes() - a.getUsedBytes();
+        });
+      }
     }
   }
 
