@@ -95,7 +95,7 @@ final class StoredPrefixes {
    */
   CompletableFuture<Optional<Found>> find(long[] pageHashes, int pageSize, int maxTokens) {
     int maxPages = Math.min(pageHashes.length, maxTokens / pageSize);
-    if (maxPages * pageSize < minTokens || maxPages == 0) return CompletableFuture.completedFuture(Optional.empty());
+    if (maxPages * pageSize < minTokens) return CompletableFuture.completedFuture(Optional.empty()); // minTokens ≥ 1
     var request = LookupPrefixRequest.newBuilder();
     for (int p = 0; p < maxPages; p++) request.addPageHashes(pageHashes[p]);
     List<CompletableFuture<Optional<Found>>> answers = stores.stream().map(s -> lookup(s, request.build(), pageSize)).toList();
