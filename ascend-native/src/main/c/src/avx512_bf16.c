@@ -13,6 +13,8 @@
 
 #include <immintrin.h>
 
+#include "avx512_sums.h"
+
 #define INLINE static inline __attribute__((always_inline))
 
 INLINE __mmask32 mask32(int64_t remaining) {
@@ -26,14 +28,7 @@ INLINE __m512 dpbf16(__m512 acc, __m512i x, __m512i w) {
   return _mm512_dpbf16_ps(acc, (__m512bh)x, (__m512bh)w);
 }
 
-/* The horizontal sum, written out so its tree is fixed here: halves 256 + 256, 128 + 128, then 2 + 2, 1 + 1. */
-INLINE float hsum16(__m512 v) {
-  __m256 a = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
-  __m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-  __m128 c = _mm_add_ps(b, _mm_movehl_ps(b, b));
-  __m128 d = _mm_add_ss(c, _mm_movehdup_ps(c));
-  return _mm_cvtss_f32(d);
-}
+
 
 /* out[t*ldo + o] = dot(x row t, w row o) for t < MR, o < NR: each weight chunk loaded once per tile and
  * used by MR rows; each activation chunk by NR weight rows. Full chunks with plain loads, then the masked tail
@@ -47,6 +42,7 @@ INLINE void tile_bf16(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, c
   do {                                                                                                       \
     __m512i xv[4];                                                                                           \
     for (int t = 0; t < MR; t++) xv[t] = LOAD(x + t * ldx + j);                                              \
+    if (NR == 1) __builtin_prefetch((const char *)(w + j) + MK_STREAM_AHEAD, 0, 3);                          \
     for (int o = 0; o < NR; o++) {                                                                           \
       __m512i wv = LOAD(w + o * ldw + j);                                                                    \
       for (int t = 0; t < MR; t++) acc[t][o] = dpbf16(acc[t][o], xv[t], wv);                                 \
@@ -102,11 +98,11 @@ static void gemm_bf16_4x4(float *out, int64_t ldo, const uint16_t *x, int64_t ld
 #undef FULL
 #undef STEP
 #undef DOT
-#define ST(t, o) out[t * ldo + o] = hsum16(c##t##o);
-#define ROW(t) ST(t, 0) ST(t, 1) ST(t, 2) ST(t, 3)
-  ROW(0) ROW(1) ROW(2) ROW(3)
-#undef ROW
-#undef ST
+  __m512 sums = hsum16x16(c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33);
+  _mm_storeu_ps(out, _mm512_extractf32x4_ps(sums, 0));
+  _mm_storeu_ps(out + ldo, _mm512_extractf32x4_ps(sums, 1));
+  _mm_storeu_ps(out + 2 * ldo, _mm512_extractf32x4_ps(sums, 2));
+  _mm_storeu_ps(out + 3 * ldo, _mm512_extractf32x4_ps(sums, 3));
 }
 
 /* mk_isa.matmul_bf16_tile of the AVX-512 table (declared in mk_internal.h). Every shape up to 4 x 4 gets its own
@@ -130,6 +126,7 @@ void mk_avx512_matmul_bf16_tile(float *out, int64_t ldo, const uint16_t *x, int6
 }
 
 /* ---- MLA decode on BF16 latent rows: 4 heads x 4 positions per register tile ---- */
+
 
 /* Scores of up to 4 heads against up to 4 rows at a time: each 32-value chunk of a row is loaded once for 4
  * heads and each chunk of q once for 4 rows (16 VDPBF16PS chains in named registers: as an array, GCC spilled
@@ -162,9 +159,13 @@ void mk_avx512_mla_scores_bf16(float *s, int64_t lds, const uint16_t *q, int64_t
     int64_t c = 0;
     for (; c < full; c += 32) MLA_SCORES_STEP(LOAD_FULL);
     if (c < width) MLA_SCORES_STEP(LOAD_TAIL);
-    __m512 acc[4][4] = {{a00, a01, a02, a03}, {a10, a11, a12, a13}, {a20, a21, a22, a23}, {a30, a31, a32, a33}};
-    for (int h = 0; h < hn; h++)
-      for (int r = 0; r < 4 && p0 + r < count; r++) s[h * lds + p0 + r] = hsum16(acc[h][r]) * scale;
+    __m512 sums = _mm512_mul_ps(hsum16x16(a00, a01, a02, a03, a10, a11, a12, a13, a20, a21, a22, a23, a30, a31, a32, a33),
+                                _mm512_set1_ps(scale));
+    __mmask16 rows = (__mmask16)((1u << (count - p0 < 4 ? count - p0 : 4)) - 1);
+    _mm512_mask_storeu_ps(s + p0 - 0 * 4, rows, sums); /* head 0: lanes 0-3 */
+    if (hn > 1) _mm512_mask_storeu_ps(s + lds + p0 - 1 * 4, (__mmask16)(rows << 4), sums);
+    if (hn > 2) _mm512_mask_storeu_ps(s + 2 * lds + p0 - 2 * 4, (__mmask16)(rows << 8), sums);
+    if (hn > 3) _mm512_mask_storeu_ps(s + 3 * lds + p0 - 3 * 4, (__mmask16)(rows << 12), sums);
   }
 }
 #undef MLA_SCORES_STEP

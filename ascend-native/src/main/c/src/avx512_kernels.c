@@ -9,6 +9,8 @@
 
 #include <immintrin.h>
 
+#include "avx512_sums.h"
+
 #define INLINE static inline __attribute__((always_inline))
 
 INLINE __mmask16 mask16(int64_t remaining) {
@@ -58,8 +60,17 @@ INLINE void tile_f32(float *out, int64_t ldo, const float *x, int64_t ldx, const
   for (; j + 16 <= k; j += 16) F32_STEP((__mmask16)0xFFFF);
   if (j < k) F32_STEP(mask16(k - j));
 #undef F32_STEP
+  if (MR == 4 && NR == 4) {
+    __m512 sums = hsum16x16(acc[0][0], acc[0][1], acc[0][2], acc[0][3], acc[1][0], acc[1][1], acc[1][2], acc[1][3],
+                            acc[2][0], acc[2][1], acc[2][2], acc[2][3], acc[3][0], acc[3][1], acc[3][2], acc[3][3]);
+    _mm_storeu_ps(out, _mm512_extractf32x4_ps(sums, 0));
+    _mm_storeu_ps(out + ldo, _mm512_extractf32x4_ps(sums, 1));
+    _mm_storeu_ps(out + 2 * ldo, _mm512_extractf32x4_ps(sums, 2));
+    _mm_storeu_ps(out + 3 * ldo, _mm512_extractf32x4_ps(sums, 3));
+    return;
+  }
   for (int t = 0; t < MR; t++)
-    for (int o = 0; o < NR; o++) out[t * ldo + o] = _mm512_reduce_add_ps(acc[t][o]);
+    for (int o = 0; o < NR; o++) out[t * ldo + o] = hsum16(acc[t][o]);
 }
 
 /* x for BF16 weights: each full 32-element chunk as its 16 even then its 16 odd elements; the tail as is. */

@@ -14,9 +14,13 @@
 
 #define CHUNK 512 /* positions per work item */
 #define BLOCK 16  /* positions converted and scored together */
-/* Work items also split the heads into groups, so one sequence's decode uses every core. A head's numbers do
- * not depend on its group (each head is computed on its own), so neither does the result. */
+/* When a batch has fewer work items than the threads can share, items also split the heads into up to
+ * HEAD_GROUPS groups, so one sequence's decode uses every core. Each group reads the item's latent rows again,
+ * so a batch with items enough for every thread keeps all heads in one group: each row is read once, from
+ * memory, for all heads (in a decode step the cache is not in L2 by the time a second group came by). A
+ * head's numbers do not depend on its group (each head is computed on its own), so neither does the result. */
 #define HEAD_GROUPS 4
+#define ITEMS_PER_THREAD 4
 #define M_NONE INT32_MIN
 #define LOG2E 1.44269504088896340736f
 
@@ -46,6 +50,7 @@ typedef struct {
   const int32_t *context_lens;
   float scale2; /* softmax_scale · log2(e) */
   int64_t chunks_per_row, items; /* items = rows × chunks_per_row */
+  int64_t groups;                /* head groups per item */
   /* partials, per work item: m[heads], l[heads], o[heads * rank] */
   int32_t *part_m;
   float *part_l, *part_o;
@@ -87,6 +92,11 @@ static void mla_block_bf16(const mla_job *j, int64_t t, int64_t h_begin, int64_t
   for (int64_t b = begin; b < end; b += BLOCK) {
     int64_t count = end - b < BLOCK ? end - b : BLOCK;
     for (int64_t p = 0; p < count; p++) rows[p] = kv_row(j, t, b + p);
+    /* the rows two blocks ahead, so the scores do not wait for memory (a page's rows are contiguous, pages are not) */
+    for (int64_t p = b + 2 * BLOCK; p < end && p < b + 3 * BLOCK; p++) {
+      const char *ahead = kv_row(j, t, p);
+      for (int64_t l = 0; l < width * 2; l += 64) __builtin_prefetch(ahead + l, 0, 3);
+    }
     for (int64_t h0 = h_begin; h0 < h_end; h0 += 4) {
       int64_t hn = h_end - h0 < 4 ? h_end - h0 : 4;
       j->isa->mla_scores_bf16(s, BLOCK, j->q16 + (t * j->heads + h0) * width, width, hn, rows, count, width, j->scale2);
@@ -100,7 +110,7 @@ static void mla_block_bf16(const mla_job *j, int64_t t, int64_t h_begin, int64_t
 static void mla_item(const mla_job *j, int64_t unit, float *kv, float *s) {
   /* group-major: the threads' contiguous ranges of units then cover every chunk of a row, so a short last chunk
    * does not leave one thread idle while another scores a whole one */
-  int64_t groups = j->heads < HEAD_GROUPS ? j->heads : HEAD_GROUPS, items = j->items, item = unit % items, group = unit / items;
+  int64_t groups = j->groups, items = j->items, item = unit % items, group = unit / items;
   int64_t h_begin = j->heads * group / groups, h_end = j->heads * (group + 1) / groups;
   int64_t t = item / j->chunks_per_row, chunk = item % j->chunks_per_row;
   int64_t width = j->rank + j->rope, begin = chunk * CHUNK, end = j->context_lens[t];
@@ -185,7 +195,8 @@ MK_EXPORT int32_t mk_mla_decode(mk_context *ctx, float *out, int64_t ldo, const 
   }
   int64_t chunks_per_row = (longest + CHUNK - 1) / CHUNK, items = nq * chunks_per_row, width = rank + rope;
   mla_job j = {ctx->isa, q_latent, q_rope, ldq, ldr, heads, rank, rope, NULL, pages, pages_dtype == MK_BF16, page_size,
-               num_pages, block_table, ldb, context_lens, softmax_scale * LOG2E, chunks_per_row, items, NULL, NULL, NULL};
+               num_pages, block_table, ldb, context_lens, softmax_scale * LOG2E, chunks_per_row, items, 1, NULL, NULL, NULL};
+  if (items < (int64_t)ctx->threads * ITEMS_PER_THREAD) j.groups = heads < HEAD_GROUPS ? heads : HEAD_GROUPS;
   /* A BF16 query is gathered into rows of q_latent ‖ q_rope for the BF16 row kernels, or widened to F32 (exactly)
    * for the F32 ones. */
   uint16_t *q16 = NULL;
@@ -212,8 +223,7 @@ MK_EXPORT int32_t mk_mla_decode(mk_context *ctx, float *out, int64_t ldo, const 
     free(j.part_m), free(j.part_l), free(j.part_o), free(q16), free(q_wide);
     return MK_E_NOMEM;
   }
-  int64_t groups = heads < HEAD_GROUPS ? heads : HEAD_GROUPS;
-  mk_parallel_for(ctx, items * groups, 1, items * CHUNK * (rank + rope) * heads, mla_range, &j);
+  mk_parallel_for(ctx, items * j.groups, 1, items * CHUNK * (rank + rope) * heads, mla_range, &j);
   for (int64_t t = 0; t < nq; t++) mla_combine(&j, t, out, ldo);
   free(j.part_m), free(j.part_l), free(j.part_o), free(q16), free(q_wide);
   return MK_OK;

@@ -6,7 +6,8 @@ import java.lang.foreign.MemorySegment;
 /**
  * Owns off-heap tensors: everything allocated here lives until {@link #close()}, then every tensor of the
  * arena is dead and any kernel given one fails with a {@link KernelException}. Memory is 64-byte aligned
- * (a cache line, one AVX-512 register) and zero-filled. Tensors may be read and written from any thread.
+ * (a cache line, one AVX-512 register) and zero-filled (but for {@link #empty} in a workspace). Tensors may be read
+ * and written from any thread.
  */
 public final class TensorArena implements AutoCloseable {
   /** Alignment of every allocation, in bytes. */
@@ -70,8 +71,21 @@ public final class TensorArena implements AutoCloseable {
 
   /** A contiguous, zeroed tensor. */
   public Tensor allocate(DType dtype, int... shape) {
+    return allocate(dtype, shape, true);
+  }
+
+  /**
+   * A contiguous tensor for an op to write whole before anything reads it: in a {@link #workspace()} its bytes are
+   * whatever an earlier step left there (a decode step's temporaries are tens of MiB, and zeroing them cost more
+   * than the Java between the kernels); elsewhere zeroed, as {@link #allocate}.
+   */
+  public Tensor empty(DType dtype, int... shape) {
+    return allocate(dtype, shape, false);
+  }
+
+  private Tensor allocate(DType dtype, int[] shape, boolean zeroed) {
     long bytes = Math.max(Tensor.numElements(shape) * dtype.byteSize(), 1);
-    MemorySegment segment = workspace != null ? workspace.take(bytes) : arena.allocate(bytes, ALIGNMENT);
+    MemorySegment segment = workspace != null ? workspace.take(bytes, zeroed) : arena.allocate(bytes, ALIGNMENT);
     return Tensor.contiguous(segment, dtype, shape);
   }
 
@@ -116,7 +130,7 @@ public final class TensorArena implements AutoCloseable {
     private long dirty; // bytes of the current block ever handed out (those need zeroing before reuse)
     private long stepPeak; // the highest top since the last reset: the block size the step needs
 
-    MemorySegment take(long bytes) {
+    MemorySegment take(long bytes, boolean zeroed) {
       long start = (top + ALIGNMENT - 1) & -ALIGNMENT; // base is aligned, so this aligns within the block too
       if (start < base) base = start; // released below this block: all of it is free, re-anchor it here
       if (start - base + bytes > current.memory().byteSize()) { // outgrown: a fresh block from here on
@@ -129,7 +143,7 @@ public final class TensorArena implements AutoCloseable {
       }
       long at = start - base;
       MemorySegment segment = current.memory().asSlice(at, bytes);
-      if (at < dirty) segment.asSlice(0, Math.min(bytes, dirty - at)).fill((byte) 0);
+      if (zeroed && at < dirty) segment.asSlice(0, Math.min(bytes, dirty - at)).fill((byte) 0);
       top = start + bytes;
       dirty = Math.max(dirty, top - base);
       stepPeak = Math.max(stepPeak, top + ALIGNMENT);

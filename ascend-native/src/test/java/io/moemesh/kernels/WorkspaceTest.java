@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import org.junit.jupiter.api.Test;
 
-/** {@link TensorArena#workspace()}: step scratch that is reused, zeroed, aligned, and grows when a step needs more. */
+/** {@link TensorArena#workspace()}: step scratch that is reused, zeroed (but for {@code empty}), aligned, and grows when a step needs more. */
 class WorkspaceTest {
   @Test
   void allocationsAreZeroedAlignedAndReusedAfterReset() {
@@ -20,6 +20,24 @@ class WorkspaceTest {
       Tensor again = ws.allocate(DType.F32, 3, 5);
       assertThat(again.isAligned(TensorArena.ALIGNMENT)).isTrue();
       assertThat(again.toFloatArray()).containsOnly(0f); // same memory as a, zeroed again
+    }
+  }
+
+  @Test
+  void emptySkipsTheZeroingButTheNextAllocateOfThatMemoryIsZeroedAgain() {
+    try (var ws = TensorArena.workspace()) {
+      Tensor a = ws.allocate(DType.F32, 64);
+      a.setFloat(5, 42f);
+      ws.reset();
+      Tensor out = ws.empty(DType.F32, 64);
+      assertThat(out.isAligned(TensorArena.ALIGNMENT)).isTrue();
+      assertThat(out.getFloat(5)).isEqualTo(42f); // the last step's bytes: nothing spent on zeroing
+      out.setFloat(60, 7f);
+      ws.reset();
+      assertThat(ws.allocate(DType.F32, 64).toFloatArray()).containsOnly(0f); // written through empty: still zeroed
+    }
+    try (var arena = TensorArena.open()) {
+      assertThat(arena.empty(DType.F32, 8).toFloatArray()).containsOnly(0f); // outside a workspace: fresh memory
     }
   }
 

@@ -33,8 +33,8 @@ public record DecoderLayer(Tensor attnNorm, Mla attention, Tensor ffnNorm, Mlp d
   public ExpertBackend.Pending start(Kernels k, Tensor x, ForwardBatch batch, Tensor positions, RopeTable rope, LatentKvCache cache,
       ExpertBackend experts, float eps, TensorArena scratch) {
     int T = batch.numRows(), dim = x.dim(1);
-    Tensor normed = scratch.allocate(DType.F32, T, dim);
-    Tensor delta = scratch.allocate(DType.F32, T, dim);
+    Tensor normed = scratch.empty(DType.F32, T, dim);
+    Tensor delta = scratch.empty(DType.F32, T, dim);
     k.rmsNorm(normed, x, attnNorm, eps);
     attention.forward(k, delta, normed, batch, positions, rope, cache, scratch);
     k.add(x, x, delta);

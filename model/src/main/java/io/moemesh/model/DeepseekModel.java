@@ -235,11 +235,11 @@ public final class DeepseekModel implements AutoCloseable {
 
   static Output logits(Kernels k, Tensor h, int[] rows, Tensor norm, Linear head, float eps, TensorArena scratch) {
     int dim = h.dim(1);
-    Tensor hidden = scratch.allocate(DType.F32, h.dim(0), dim);
+    Tensor hidden = scratch.empty(DType.F32, h.dim(0), dim);
     k.rmsNorm(hidden, h, norm, eps);
-    Tensor picked = scratch.allocate(DType.F32, rows.length, dim);
+    Tensor picked = scratch.empty(DType.F32, rows.length, dim);
     for (int i = 0; i < rows.length; i++) picked.rows(i, i + 1).copyFrom(hidden.rows(rows[i], rows[i] + 1));
-    Tensor logits = scratch.allocate(DType.F32, rows.length, head.outFeatures());
+    Tensor logits = scratch.empty(DType.F32, rows.length, head.outFeatures());
     head.apply(k, logits, picked, scratch);
     return new Output(hidden, logits);
   }

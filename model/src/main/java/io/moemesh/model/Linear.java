@@ -45,7 +45,7 @@ public record Linear(Tensor weight, Tensor scales, boolean bf16Activations) {
   /** {@code out (n, outFeatures) = x (n, inFeatures) · Wᵀ}; scratch for INT8 activations comes from {@code scratch}. */
   public void apply(Kernels k, Tensor out, Tensor x, TensorArena scratch) {
     if (scales == null && bf16Activations) {
-      Tensor xb = scratch.allocate(DType.BF16, Math.toIntExact(x.numRows()), inFeatures());
+      Tensor xb = scratch.empty(DType.BF16, Math.toIntExact(x.numRows()), inFeatures());
       k.convert(xb, x);
       k.matmul(out, xb, weight);
       return;
@@ -55,8 +55,8 @@ public record Linear(Tensor weight, Tensor scales, boolean bf16Activations) {
       return;
     }
     int n = Math.toIntExact(x.numRows());
-    Tensor xq = scratch.allocate(DType.I8, n, inFeatures());
-    Tensor xs = scratch.allocate(DType.F32, n);
+    Tensor xq = scratch.empty(DType.I8, n, inFeatures());
+    Tensor xs = scratch.empty(DType.F32, n);
     k.quantizeRows(xq, xs, x);
     k.matmulInt8(out, xq, xs, weight, scales);
   }

@@ -69,12 +69,12 @@ public final class Mla {
     int T = batch.numRows(), heads = c.numAttentionHeads(), qk = c.qkHeadDim(), nope = c.qkNopeHeadDim();
     int rank = c.kvLoraRank(), ropeDim = c.qkRopeHeadDim();
 
-    Tensor q = scratch.allocate(DType.F32, T, heads, qk);
+    Tensor q = scratch.empty(DType.F32, T, heads, qk);
     Tensor q2 = q.reshape(T, heads * qk);
     if (wq != null) {
       wq.apply(k, q2, x, scratch);
     } else {
-      Tensor qa = scratch.allocate(DType.F32, T, c.qLoraRank());
+      Tensor qa = scratch.empty(DType.F32, T, c.qLoraRank());
       wqA.apply(k, qa, x, scratch);
       k.rmsNorm(qa, qa, qNorm, c.rmsNormEps());
       wqB.apply(k, q2, qa, scratch);
@@ -82,7 +82,7 @@ public final class Mla {
     Tensor qPe = q.cols(nope, qk); // (T, heads, rope)
     k.rope(qPe, positions, rope);
 
-    Tensor kv = scratch.allocate(DType.F32, T, rank + ropeDim);
+    Tensor kv = scratch.empty(DType.F32, T, rank + ropeDim);
     wkvA.apply(k, kv, x, scratch);
     Tensor latent = scratch.allocate(DType.F32, T, rank + ropeDim); // kv_norm(c_kv) ‖ rope(k_pe)
     k.rmsNorm(latent.cols(0, rank), kv.cols(0, rank), kvNorm, c.rmsNormEps());
@@ -158,13 +158,13 @@ public final class Mla {
         System.arraycopy(s.blockTable(), 0, table, r * maxPages, s.blockTable().length);
       }
     }
-    Tensor qLatent = scratch.allocate(DType.F32, n, heads, rank);
-    Tensor oLatent = scratch.allocate(DType.F32, n, heads, rank);
+    Tensor qLatent = scratch.empty(DType.F32, n, heads, rank);
+    Tensor oLatent = scratch.empty(DType.F32, n, heads, rank);
     k.matmulHeads(qLatent, qRows.cols(0, nope), wUkT);
     var kv = new PagedLatentKv(cache.pages(layerId), scratch.ofInts(table, n, maxPages), scratch.ofInts(lens, n));
     Tensor qRope = qRows.cols(nope, qk);
     if (queryDType == DType.BF16) { // A8W8C16: the query meets the BF16 cache in BF16, as FlashMLA takes it
-      Tensor latent16 = scratch.allocate(DType.BF16, n, heads, rank), rope16 = scratch.allocate(DType.BF16, n, heads, qk - nope);
+      Tensor latent16 = scratch.empty(DType.BF16, n, heads, rank), rope16 = scratch.empty(DType.BF16, n, heads, qk - nope);
       k.convert(latent16, qLatent);
       k.convert(rope16, qRope);
       qLatent = latent16;

@@ -43,13 +43,13 @@ public final class LocalExperts implements ExpertBackend {
     int assignments = routing.tokenRows().length, dim = x.dim(1);
     if (assignments == 0) return;
     Tensor rows = scratch.ofInts(routing.tokenRows(), assignments);
-    Tensor y = scratch.allocate(DType.F32, assignments, dim);
+    Tensor y = scratch.empty(DType.F32, assignments, dim);
     if (isInt8(layerId, routing)) {
-      Tensor xq = scratch.allocate(DType.I8, assignments, dim), xs = scratch.allocate(DType.F32, assignments);
+      Tensor xq = scratch.empty(DType.I8, assignments, dim), xs = scratch.empty(DType.F32, assignments);
       k.gatherQuantize(xq, xs, x, rows);
       routedOutputs(k, layerId, y, xq, xs, routing.expertOffsets(), scratch);
     } else {
-      Tensor gathered = scratch.allocate(DType.F32, assignments, dim);
+      Tensor gathered = scratch.empty(DType.F32, assignments, dim);
       for (int i = 0; i < assignments; i++) gathered.rows(i, i + 1).copyFrom(x.rows(routing.tokenRows()[i], routing.tokenRows()[i] + 1));
       routedOutputs(k, layerId, y, gathered, null, routing.expertOffsets(), scratch);
     }
@@ -77,14 +77,14 @@ public final class LocalExperts implements ExpertBackend {
       any = experts[e];
     }
     int inter = any.w1().outFeatures();
-    Tensor gate = scratch.allocate(DType.F32, assignments, inter);
-    Tensor up = scratch.allocate(DType.F32, assignments, inter);
+    Tensor gate = scratch.empty(DType.F32, assignments, inter);
+    Tensor up = scratch.empty(DType.F32, assignments, inter);
     if (xScales != null) {
       Tensor offsets = scratch.ofInts(expertOffsets, numExperts + 1);
       k.matmulInt8Grouped(gate, xRows, xScales, offsets, weights(experts, expertOffsets, Mlp::w1, true), weights(experts, expertOffsets, Mlp::w1, false));
       k.matmulInt8Grouped(up, xRows, xScales, offsets, weights(experts, expertOffsets, Mlp::w3, true), weights(experts, expertOffsets, Mlp::w3, false));
       k.siluMul(gate, gate, up);
-      Tensor hq = scratch.allocate(DType.I8, assignments, inter), hs = scratch.allocate(DType.F32, assignments);
+      Tensor hq = scratch.empty(DType.I8, assignments, inter), hs = scratch.empty(DType.F32, assignments);
       k.quantizeRows(hq, hs, gate);
       k.matmulInt8Grouped(y, hq, hs, offsets, weights(experts, expertOffsets, Mlp::w2, true), weights(experts, expertOffsets, Mlp::w2, false));
     } else {

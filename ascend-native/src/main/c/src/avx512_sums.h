@@ -1,0 +1,47 @@
+/* Horizontal sums of AVX-512 F32 accumulators with one fixed tree (that of GCC's _mm512_reduce_add_ps): 256-bit
+ * halves, 128-bit quarters, elements 2 apart, then 1 apart. Every kernel that sums a dot product's 16 lanes goes
+ * through this tree, one accumulator at a time (hsum16) or a 4 x 4 tile at once (hsum16x16), so a result's bits
+ * never depend on the tile it was computed in. Included by the AVX-512 sources only. */
+#ifndef MK_AVX512_SUMS_H
+#define MK_AVX512_SUMS_H
+
+#include <immintrin.h>
+
+#define MK_SUMS_INLINE static inline __attribute__((always_inline))
+
+/* The horizontal sum, written out so its tree is fixed here: halves 256 + 256, 128 + 128, then 2 + 2, 1 + 1. */
+MK_SUMS_INLINE float hsum16(__m512 v) {
+  __m256 a = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+  __m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  __m128 c = _mm_add_ps(b, _mm_movehl_ps(b, b));
+  __m128 d = _mm_add_ss(c, _mm_movehdup_ps(c));
+  return _mm_cvtss_f32(d);
+}
+
+/* The 16 horizontal sums of a 4 x 4 tile in one register, lane 4h + r holding the sum of a(h)(r): 45 shuffles and adds
+ * where 16 hsum16 take 128, and every sum goes through hsum16's tree (256-bit halves, 128-bit quarters, elements 2
+ * apart, then 1 apart), so each is bit for bit hsum16 of its own chain. */
+MK_SUMS_INLINE __m512 pair_halves(__m512 a, __m512 b) { /* [a.lo256 + a.hi256, b.lo256 + b.hi256] */
+  return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
+}
+MK_SUMS_INLINE __m512 pair_quarters(__m512 a, __m512 b) { /* quarters: [a0 + a1, a2 + a3, b0 + b1, b2 + b3] */
+  return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x88), _mm512_shuffle_f32x4(a, b, 0xDD));
+}
+MK_SUMS_INLINE __m512 hsum16x16(__m512 a00, __m512 a01, __m512 a02, __m512 a03, __m512 a10, __m512 a11, __m512 a12, __m512 a13,
+                        __m512 a20, __m512 a21, __m512 a22, __m512 a23, __m512 a30, __m512 a31, __m512 a32, __m512 a33) {
+  /* y_h: quarter r holds 4 partial sums of a(h)(r) */
+  __m512 y0 = pair_quarters(pair_halves(a00, a01), pair_halves(a02, a03));
+  __m512 y1 = pair_quarters(pair_halves(a10, a11), pair_halves(a12, a13));
+  __m512 y2 = pair_quarters(pair_halves(a20, a21), pair_halves(a22, a23));
+  __m512 y3 = pair_quarters(pair_halves(a30, a31), pair_halves(a32, a33));
+  /* z01 quarter r: [y0 e0+e2, y1 e0+e2, y0 e1+e3, y1 e1+e3]; z23 the same for y2, y3 */
+  __m512 z01 = _mm512_add_ps(_mm512_unpacklo_ps(y0, y1), _mm512_unpackhi_ps(y0, y1));
+  __m512 z23 = _mm512_add_ps(_mm512_unpacklo_ps(y2, y3), _mm512_unpackhi_ps(y2, y3));
+  /* quarter r: [a(0)(r), a(1)(r), a(2)(r), a(3)(r)] */
+  __m512 sums = _mm512_add_ps(_mm512_shuffle_ps(z01, z23, _MM_SHUFFLE(1, 0, 1, 0)),
+                              _mm512_shuffle_ps(z01, z23, _MM_SHUFFLE(3, 2, 3, 2)));
+  /* lane 4r + h → lane 4h + r */
+  return _mm512_permutexvar_ps(_mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0), sums);
+}
+
+#endif
