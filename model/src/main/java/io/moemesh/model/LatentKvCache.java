@@ -52,11 +52,20 @@ public final class LatentKvCache {
     return (long) pages.length * pages[0].dim(2) * pages[0].dtype().byteSize();
   }
 
-  /** Stores {@code latent} (F32, one token) at {@code position} of the sequence whose pages are {@code blockTable}. */
-  void write(Kernels k, int layerId, int[] blockTable, int position, Tensor latent) {
-    Tensor slot = tokenRow(layerId, blockTable, position);
-    if (slot.dtype() == DType.F32) slot.copyFrom(latent);
-    else k.convert(slot, latent);
+  /**
+   * Stores each row of {@code latent} (F32, one row per row of the batch) at that row's position in its sequence:
+   * one conversion to the cache's dtype for the whole batch, then a copy per row (a conversion per row cost a
+   * kernel call each, 512 of them in a 32-sequence decode step).
+   */
+  void write(Kernels k, int layerId, ForwardBatch batch, Tensor latent, TensorArena scratch) {
+    Tensor rows = latent;
+    if (dtype() != DType.F32) {
+      rows = scratch.empty(dtype(), latent.dim(0), latent.dim(1));
+      k.convert(rows, latent);
+    }
+    for (ForwardBatch.SequenceChunk s : batch.sequences())
+      for (int r = s.firstRow(); r < s.firstRow() + s.numRows(); r++)
+        tokenRow(layerId, s.blockTable(), batch.positions()[r]).copyFrom(rows.rows(r, r + 1));
   }
 
   /** Copies positions {@code [0, count)} of a sequence into {@code out} (F32, (count, latentDim)). */

@@ -88,9 +88,7 @@ public final class Mla {
     k.rmsNorm(latent.cols(0, rank), kv.cols(0, rank), kvNorm, c.rmsNormEps());
     latent.cols(rank, rank + ropeDim).copyFrom(kv.cols(rank, rank + ropeDim));
     k.rope(latent.cols(rank, rank + ropeDim), positions, rope);
-    for (ForwardBatch.SequenceChunk s : batch.sequences())
-      for (int r = s.firstRow(); r < s.firstRow() + s.numRows(); r++)
-        cache.write(k, layerId, s.blockTable(), batch.positions()[r], latent.rows(r, r + 1));
+    cache.write(k, layerId, batch, latent, scratch);
 
     Tensor o = scratch.allocate(DType.F32, T, heads * c.vHeadDim());
     List<Rows> decodeRows = new ArrayList<>();

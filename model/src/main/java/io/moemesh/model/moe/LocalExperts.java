@@ -134,7 +134,7 @@ public final class LocalExperts implements ExpertBackend {
 
   private void roundToOutput(Kernels k, Tensor y, TensorArena scratch) {
     if (outputDType == DType.F32) return;
-    Tensor rounded = scratch.allocate(outputDType, Math.toIntExact(y.numRows()), y.dim(1));
+    Tensor rounded = scratch.empty(outputDType, Math.toIntExact(y.numRows()), y.dim(1));
     k.convert(rounded, y);
     k.convert(y, rounded);
   }
