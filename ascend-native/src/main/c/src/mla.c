@@ -172,6 +172,17 @@ static void mla_combine(const mla_job *j, int64_t t, float *out, int64_t ldo) {
   }
 }
 
+typedef struct {
+  const mla_job *j;
+  float *out;
+  int64_t ldo;
+} combine_job;
+
+static void combine_range(void *raw, int64_t begin, int64_t end) {
+  const combine_job *c = raw;
+  for (int64_t t = begin; t < end; t++) mla_combine(c->j, t, c->out, c->ldo);
+}
+
 MK_EXPORT int32_t mk_mla_decode(mk_context *ctx, float *out, int64_t ldo, const void *q_latent, int64_t ldq,
                                 const void *q_rope, int64_t ldr, int32_t q_dtype, int64_t nq, int64_t heads, int64_t rank,
                                 int64_t rope, const void *pages, int32_t pages_dtype, int64_t num_pages,
@@ -224,7 +235,8 @@ MK_EXPORT int32_t mk_mla_decode(mk_context *ctx, float *out, int64_t ldo, const 
     return MK_E_NOMEM;
   }
   mk_parallel_for(ctx, items * j.groups, 1, items * CHUNK * (rank + rope) * heads, mla_range, &j);
-  for (int64_t t = 0; t < nq; t++) mla_combine(&j, t, out, ldo);
+  combine_job combine = {&j, out, ldo}; /* rows combine independently: on every thread (serial, it was ~5% at batch 32) */
+  mk_parallel_for(ctx, nq, 1, items * heads * rank * 4, combine_range, &combine);
   free(j.part_m), free(j.part_l), free(j.part_o), free(q16), free(q_wide);
   return MK_OK;
 }
