@@ -7,7 +7,7 @@
  * Reduction order of out[t][o], the same in every tile shape: one 16-lane F32 accumulator, started at +0;
  * for each full 32-element chunk of k one VDPBF16PS (lane i takes elements 2i and 2i+1 of the chunk); the
  * tail (k mod 32) as one more VDPBF16PS on masked loads (the zeros add +0); then one fixed-tree horizontal
- * sum (hsum16). A tile of MR x NR only runs MR·NR such chains side by side, so a row's bits are the same in
+ * sum (hsum16, or hsum16x16 for a whole 4 x 4 tile: the same tree, avx512_sums.h). A tile of MR x NR only runs MR·NR such chains side by side, so a row's bits are the same in
  * the GEMV (n < 4) or the GEMM tiles, first or last tile, on one thread or many. */
 #include "mk_internal.h"
 
@@ -27,8 +27,6 @@ INLINE __mmask32 mask32(int64_t remaining) {
 INLINE __m512 dpbf16(__m512 acc, __m512i x, __m512i w) {
   return _mm512_dpbf16_ps(acc, (__m512bh)x, (__m512bh)w);
 }
-
-
 
 /* out[t*ldo + o] = dot(x row t, w row o) for t < MR, o < NR: each weight chunk loaded once per tile and
  * used by MR rows; each activation chunk by NR weight rows. Full chunks with plain loads, then the masked tail
@@ -127,7 +125,6 @@ void mk_avx512_matmul_bf16_tile(float *out, int64_t ldo, const uint16_t *x, int6
 
 /* ---- MLA decode on BF16 latent rows: 4 heads x 4 positions per register tile ---- */
 
-
 /* Scores of up to 4 heads against up to 4 rows at a time: each 32-value chunk of a row is loaded once for 4
  * heads and each chunk of q once for 4 rows (16 VDPBF16PS chains in named registers: as an array, GCC spilled
  * them inside the loop), so the loop is bound by the dot products, not the loads. Full chunks with plain loads,
@@ -161,11 +158,13 @@ void mk_avx512_mla_scores_bf16(float *s, int64_t lds, const uint16_t *q, int64_t
     if (c < width) MLA_SCORES_STEP(LOAD_TAIL);
     __m512 sums = _mm512_mul_ps(hsum16x16(a00, a01, a02, a03, a10, a11, a12, a13, a20, a21, a22, a23, a30, a31, a32, a33),
                                 _mm512_set1_ps(scale));
+    /* head h's scores are lanes 4h..4h+3: stored at s + h·lds + p0 by a masked store of the whole register from
+     * 4h floats before it (lds ≥ 4, so that address lies inside s) */
     __mmask16 rows = (__mmask16)((1u << (count - p0 < 4 ? count - p0 : 4)) - 1);
-    _mm512_mask_storeu_ps(s + p0 - 0 * 4, rows, sums); /* head 0: lanes 0-3 */
-    if (hn > 1) _mm512_mask_storeu_ps(s + lds + p0 - 1 * 4, (__mmask16)(rows << 4), sums);
-    if (hn > 2) _mm512_mask_storeu_ps(s + 2 * lds + p0 - 2 * 4, (__mmask16)(rows << 8), sums);
-    if (hn > 3) _mm512_mask_storeu_ps(s + 3 * lds + p0 - 3 * 4, (__mmask16)(rows << 12), sums);
+    _mm512_mask_storeu_ps(s + p0, rows, sums);
+    if (hn > 1) _mm512_mask_storeu_ps(s + lds + p0 - 4, (__mmask16)(rows << 4), sums);
+    if (hn > 2) _mm512_mask_storeu_ps(s + 2 * lds + p0 - 8, (__mmask16)(rows << 8), sums);
+    if (hn > 3) _mm512_mask_storeu_ps(s + 3 * lds + p0 - 12, (__mmask16)(rows << 12), sums);
   }
 }
 #undef MLA_SCORES_STEP

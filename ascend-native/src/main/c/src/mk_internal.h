@@ -36,9 +36,9 @@ float mk_fp8_e4m3_to_f32(uint8_t b);
 
 /* ---- the row kernels of one instruction set; every public op is a loop over these ---- */
 #define MK_I8_NR 6 /* weight rows per INT8 tile: 4 x 6 accumulators fill AVX-512's 32 registers */
-/* Bytes ahead of a single weight stream (GEMV, a few rows per weight row) that its kernels prefetch: the hardware
- * prefetcher alone left few-row A8W8 at ~0.8 of the bandwidth with it (4-8 KiB measured best, 512 x 1024 and 1024 x
- * 512 experts). */
+/* Bytes ahead of a single weight stream (GEMV, a few rows per weight row) that its kernels prefetch: with the
+ * hardware prefetcher alone the few-row A8W8 experts took 1.25x as long (4-8 KiB measured best on 512 x 1024 and
+ * 1024 x 512 experts). */
 #define MK_STREAM_AHEAD 6144
 #define MK_I8_ROWS 8 /* activation rows per pass over one weight row */
 
@@ -86,7 +86,7 @@ typedef struct mk_isa {
   float (*exp2_sum)(float *s, int64_t count, float m);
   /* Optional (NULL: the F32 pair above, on rows converted to F32): MLA decode straight on BF16 latent rows
    * rows[p] (c_kv ‖ k_pe, width = rank + rope), for hn <= 4 heads at once, count <= 16 rows. Scores
-   * s[h*lds + p] = (q_h · rows[p]) · scale, q BF16 rows of width (q_latent ‖ q_rope), every product exact,
+   * s[h*lds + p] = (q_h · rows[p]) · scale (lds >= 4), q BF16 rows of width (q_latent ‖ q_rope), every product exact,
    * summed in F32; then o[h*ldo + c] += Σ_p prob[h*ldp + p] · c_kv_p[c] for c < rank, in position order. */
   void (*mla_scores_bf16)(float *s, int64_t lds, const uint16_t *q, int64_t ldq, int64_t hn, const uint16_t *const *rows,
                           int64_t count, int64_t width, float scale);

@@ -20,7 +20,7 @@
  * memory, for all heads (in a decode step the cache is not in L2 by the time a second group came by). A
  * head's numbers do not depend on its group (each head is computed on its own), so neither does the result. */
 #define HEAD_GROUPS 4
-#define ITEMS_PER_THREAD 4
+#define ITEMS_PER_THREAD 4 /* from this many work items per thread, one head group */
 #define M_NONE INT32_MIN
 #define LOG2E 1.44269504088896340736f
 
