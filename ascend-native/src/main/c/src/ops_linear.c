@@ -10,6 +10,9 @@
 /* Below this many activation rows (decode), weight rows are read one at a time: a single sequential stream
  * is what the hardware prefetcher follows best; interleaving a few rows' streams halved the bandwidth. */
 #define GEMV_ROWS 4
+/* ...unless the rows are this short (bytes) or shorter: then 4 rows side by side are still one stream, and a
+ * call, a chain and a horizontal sum per row of 128 bytes (the absorbed MLA's k = 64) cost more than the row. */
+#define GEMV_SHORT_ROW 512
 /* Up to this many activation rows A8W8 takes weight rows one at a time (MK_I8_ROWS activation rows per pass); from
  * 10 rows on the 6-row GEMM tiles were as fast or faster (measured on 512 x 1024 and 1024 x 512 experts). */
 #define I8_FEW_ROWS 9
@@ -37,7 +40,7 @@ static void prefetch_rows(const char *w, size_t ld_bytes, int64_t rows, size_t r
 static void matmul_range(void *raw, int64_t o_begin, int64_t o_end) {
   matmul_job *j = raw;
   size_t xsize = j->x_bf16 ? 2 : 4, wsize = j->w_bf16 ? 2 : 4;
-  int64_t tile = j->n < GEMV_ROWS ? 1 : TILE; /* a GEMV's single weight stream is left to the hardware prefetcher */
+  int64_t tile = j->n < GEMV_ROWS && (size_t)j->k * wsize > GEMV_SHORT_ROW ? 1 : TILE;
   for (int64_t t0 = 0; t0 < j->n; t0 += X_BLOCK) {
     int64_t t_end = t0 + X_BLOCK < j->n ? t0 + X_BLOCK : j->n, x_tiles = (t_end - t0 + TILE - 1) / TILE;
     for (int64_t o = o_begin; o < o_end; o += tile) {
