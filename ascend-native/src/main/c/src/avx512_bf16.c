@@ -7,13 +7,13 @@
  * Reduction order of out[t][o], the same in every tile shape: one 16-lane F32 accumulator, started at +0;
  * for each full 32-element chunk of k one VDPBF16PS (lane i takes elements 2i and 2i+1 of the chunk); the
  * tail (k mod 32) as one more VDPBF16PS on masked loads (the zeros add +0); then one fixed-tree horizontal
- * sum (hsum16, or hsum16x16 for a whole 4 x 4 tile: the same tree, avx512_sums.h). A tile of MR x NR only runs MR·NR such chains side by side, so a row's bits are the same in
+ * sum (hsum16, or hsum16x16 for a whole 4 x 4 tile: the same tree, avx512_math.h). A tile of MR x NR only runs MR·NR such chains side by side, so a row's bits are the same in
  * the GEMV (n < 4) or the GEMM tiles, first or last tile, on one thread or many. */
 #include "mk_internal.h"
 
 #include <immintrin.h>
 
-#include "avx512_sums.h"
+#include "avx512_math.h"
 
 #define INLINE static inline __attribute__((always_inline))
 
@@ -123,12 +123,12 @@ void mk_avx512_matmul_bf16_tile(float *out, int64_t ldo, const uint16_t *x, int6
 #undef SHAPE
 }
 
-/* ---- MLA decode on BF16 latent rows: 4 heads x 4 positions per register tile ---- */
+/* ---- MLA decode on BF16 latent rows: one block of up to 16 positions for up to 4 heads per call ---- */
 
-/* Scores of up to 4 heads against up to 4 rows at a time: each 32-value chunk of a row is loaded once for 4
- * heads and each chunk of q once for 4 rows (16 VDPBF16PS chains in named registers: as an array, GCC spilled
- * them inside the loop), so the loop is bound by the dot products, not the loads. Full chunks with plain loads,
- * then the masked tail. Missing heads or rows of an edge tile reuse the first one; their sums are not stored. */
+/* Scores of 4 heads against 4 rows: each 32-value chunk of a row is loaded once for 4 heads and each chunk of q once
+ * for 4 rows (16 VDPBF16PS chains in named registers: as an array, GCC spilled them inside the loop), so the loop
+ * is bound by the dot products, not the loads. Full chunks with plain loads, then the masked tail. Lane 4h + r of
+ * the result is head h against row r. */
 #define MLA_SCORES_STEP(LOAD)                                                                                 \
   do {                                                                                                        \
     __m512i k0 = LOAD(r0 + c), k1 = LOAD(r1 + c), k2 = LOAD(r2 + c), k3 = LOAD(r3 + c), qv = LOAD(q0 + c);   \
@@ -143,78 +143,127 @@ void mk_avx512_matmul_bf16_tile(float *out, int64_t ldo, const uint16_t *x, int6
 #define LOAD_FULL(p) _mm512_loadu_si512(p)
 #define LOAD_TAIL(p) _mm512_maskz_loadu_epi16(tail, p)
 
-void mk_avx512_mla_scores_bf16(float *s, int64_t lds, const uint16_t *q, int64_t ldq, int64_t hn,
-                               const uint16_t *const *rows, int64_t count, int64_t width, float scale) {
-  const uint16_t *q0 = q, *q1 = q + (hn > 1 ? 1 : 0) * ldq, *q2 = q + (hn > 2 ? 2 : 0) * ldq, *q3 = q + (hn > 3 ? 3 : 0) * ldq;
+INLINE __m512 mla_scores_4x4(const uint16_t *q0, const uint16_t *q1, const uint16_t *q2, const uint16_t *q3,
+                             const uint16_t *r0, const uint16_t *r1, const uint16_t *r2, const uint16_t *r3, int64_t width) {
   int64_t full = width / 32 * 32;
   __mmask32 tail = mask32(width - full);
-  for (int64_t p0 = 0; p0 < count; p0 += 4) {
-    const uint16_t *r0 = rows[p0], *r1 = rows[p0 + 1 < count ? p0 + 1 : p0], *r2 = rows[p0 + 2 < count ? p0 + 2 : p0],
-                   *r3 = rows[p0 + 3 < count ? p0 + 3 : p0];
-    __m512 a00 = _mm512_setzero_ps(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00, a13 = a00,
-           a20 = a00, a21 = a00, a22 = a00, a23 = a00, a30 = a00, a31 = a00, a32 = a00, a33 = a00;
-    int64_t c = 0;
-    for (; c < full; c += 32) MLA_SCORES_STEP(LOAD_FULL);
-    if (c < width) MLA_SCORES_STEP(LOAD_TAIL);
-    __m512 sums = _mm512_mul_ps(hsum16x16(a00, a01, a02, a03, a10, a11, a12, a13, a20, a21, a22, a23, a30, a31, a32, a33),
-                                _mm512_set1_ps(scale));
-    /* head h's scores are lanes 4h..4h+3: stored at s + h·lds + p0 by a masked store of the whole register from
-     * 4h floats before it (lds ≥ 4, so that address lies inside s) */
-    __mmask16 rows = (__mmask16)((1u << (count - p0 < 4 ? count - p0 : 4)) - 1);
-    _mm512_mask_storeu_ps(s + p0, rows, sums);
-    if (hn > 1) _mm512_mask_storeu_ps(s + lds + p0 - 4, (__mmask16)(rows << 4), sums);
-    if (hn > 2) _mm512_mask_storeu_ps(s + 2 * lds + p0 - 8, (__mmask16)(rows << 8), sums);
-    if (hn > 3) _mm512_mask_storeu_ps(s + 3 * lds + p0 - 12, (__mmask16)(rows << 12), sums);
-  }
+  __m512 a00 = _mm512_setzero_ps(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00, a13 = a00,
+         a20 = a00, a21 = a00, a22 = a00, a23 = a00, a30 = a00, a31 = a00, a32 = a00, a33 = a00;
+  int64_t c = 0;
+  for (; c < full; c += 32) MLA_SCORES_STEP(LOAD_FULL);
+  if (c < width) MLA_SCORES_STEP(LOAD_TAIL);
+  return hsum16x16(a00, a01, a02, a03, a10, a11, a12, a13, a20, a21, a22, a23, a30, a31, a32, a33);
 }
 #undef MLA_SCORES_STEP
 #undef LOAD_FULL
 #undef LOAD_TAIL
 
-/* A BF16 row chunk widened to F32 (exact: BF16 is the top half of an F32). */
-INLINE __m512 load_bf16_as_f32(const uint16_t *p, __mmask16 m) {
-  __m512i wide = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p));
-  return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
+/* v · 2^-delta lane by lane, as mk_scale_down_pow2 (delta > 0). */
+INLINE __m512 scale_down_pow2_ps(__m512 v, int32_t delta) {
+  __m512i bits = _mm512_castps_si512(v), d = _mm512_set1_epi32(delta);
+  __m512i exponent = _mm512_and_si512(_mm512_srli_epi32(bits, 23), _mm512_set1_epi32(0xFF));
+  __m512i scaled = _mm512_sub_epi32(bits, _mm512_slli_epi32(d, 23));
+  __mmask16 flush = _mm512_cmple_epi32_mask(exponent, d);
+  return _mm512_castsi512_ps(_mm512_mask_and_epi32(scaled, flush, bits, _mm512_set1_epi32((int32_t)0x80000000u)));
 }
 
-/* o += Σ_p prob[p] · c_kv[p] for up to 4 heads: 64 columns of o for 4 heads live in 16 named registers while
- * every row of the block goes by, so each row chunk is widened once for 4 heads. Fused multiply-adds in position
- * order. A missing head of an edge tile uses the first head's weights; its sums are not stored. */
-void mk_avx512_mla_accumulate_bf16(float *o, int64_t ldo, const float *prob, int64_t ldp, int64_t hn,
-                                   const uint16_t *const *rows, int64_t count, int64_t rank) {
-  const float *p0 = prob, *p1 = prob + (hn > 1 ? 1 : 0) * ldp, *p2 = prob + (hn > 2 ? 2 : 0) * ldp, *p3 = prob + (hn > 3 ? 3 : 0) * ldp;
-  for (int64_t c = 0; c < rank; c += 64) {
-    __mmask16 m[4];
-    for (int k = 0; k < 4; k++) {
-      int64_t left = rank - c - 16 * k;
-      m[k] = left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
+/* The online softmax step and the value sums of mk_isa.mla_block_bf16. Scores: 4 registers, one per 4 positions
+ * (lane 4h + r: head h, position 4·quad + r; positions past count at -inf). Each head's block max is the max of
+ * its 16 lanes; its state moves with mk_mla_raise, as mla.c's online_softmax; the weights 2^(s - m) are the
+ * lanes of exp2_ps, as its exp2_sum, and the denominators add the block's weights per head. Then 64 columns of o
+ * for 4 heads live in 16 named registers while every row of the block goes by, so each row chunk is widened once
+ * for 4 heads; fused multiply-adds in position order. A missing head of an edge tile uses the first head's query
+ * and state, so it computes the first head's numbers; its state and sums are not stored. */
+void mk_avx512_mla_block_bf16(int32_t *m, float *l, float *o, int64_t ldo, const uint16_t *q, int64_t ldq, int64_t hn,
+                              const uint16_t *const *rows, int64_t count, int64_t width, int64_t rank, float scale) {
+  int64_t h1 = hn > 1 ? 1 : 0, h2 = hn > 2 ? 2 : 0, h3 = hn > 3 ? 3 : 0;
+  const uint16_t *q0 = q, *q1 = q + h1 * ldq, *q2 = q + h2 * ldq, *q3 = q + h3 * ldq;
+  __m512 s[4];
+  for (int64_t quad = 0; quad < 4; quad++) {
+    int64_t p0 = 4 * quad;
+    if (p0 >= count) {
+      s[quad] = _mm512_set1_ps(-INFINITY);
+      continue;
     }
-    float *o0 = o + c, *o1 = o + (hn > 1 ? 1 : 0) * ldo + c, *o2 = o + (hn > 2 ? 2 : 0) * ldo + c, *o3 = o + (hn > 3 ? 3 : 0) * ldo + c;
-    __m512 a00 = _mm512_maskz_loadu_ps(m[0], o0), a01 = _mm512_maskz_loadu_ps(m[1], o0 + 16),
-           a02 = _mm512_maskz_loadu_ps(m[2], o0 + 32), a03 = _mm512_maskz_loadu_ps(m[3], o0 + 48);
-    __m512 a10 = _mm512_maskz_loadu_ps(m[0], o1), a11 = _mm512_maskz_loadu_ps(m[1], o1 + 16),
-           a12 = _mm512_maskz_loadu_ps(m[2], o1 + 32), a13 = _mm512_maskz_loadu_ps(m[3], o1 + 48);
-    __m512 a20 = _mm512_maskz_loadu_ps(m[0], o2), a21 = _mm512_maskz_loadu_ps(m[1], o2 + 16),
-           a22 = _mm512_maskz_loadu_ps(m[2], o2 + 32), a23 = _mm512_maskz_loadu_ps(m[3], o2 + 48);
-    __m512 a30 = _mm512_maskz_loadu_ps(m[0], o3), a31 = _mm512_maskz_loadu_ps(m[1], o3 + 16),
-           a32 = _mm512_maskz_loadu_ps(m[2], o3 + 32), a33 = _mm512_maskz_loadu_ps(m[3], o3 + 48);
-    for (int64_t p = 0; p < count; p++) {
-      const uint16_t *row = rows[p] + c;
-      __m512 k0 = load_bf16_as_f32(row, m[0]), k1 = load_bf16_as_f32(row + 16, m[1]), k2 = load_bf16_as_f32(row + 32, m[2]),
-             k3 = load_bf16_as_f32(row + 48, m[3]);
-      __m512 w = _mm512_set1_ps(p0[p]);
-      a00 = _mm512_fmadd_ps(w, k0, a00), a01 = _mm512_fmadd_ps(w, k1, a01), a02 = _mm512_fmadd_ps(w, k2, a02), a03 = _mm512_fmadd_ps(w, k3, a03);
-      w = _mm512_set1_ps(p1[p]);
-      a10 = _mm512_fmadd_ps(w, k0, a10), a11 = _mm512_fmadd_ps(w, k1, a11), a12 = _mm512_fmadd_ps(w, k2, a12), a13 = _mm512_fmadd_ps(w, k3, a13);
-      w = _mm512_set1_ps(p2[p]);
-      a20 = _mm512_fmadd_ps(w, k0, a20), a21 = _mm512_fmadd_ps(w, k1, a21), a22 = _mm512_fmadd_ps(w, k2, a22), a23 = _mm512_fmadd_ps(w, k3, a23);
-      w = _mm512_set1_ps(p3[p]);
-      a30 = _mm512_fmadd_ps(w, k0, a30), a31 = _mm512_fmadd_ps(w, k1, a31), a32 = _mm512_fmadd_ps(w, k2, a32), a33 = _mm512_fmadd_ps(w, k3, a33);
+    const uint16_t *r0 = rows[p0], *r1 = rows[p0 + 1 < count ? p0 + 1 : p0], *r2 = rows[p0 + 2 < count ? p0 + 2 : p0],
+                   *r3 = rows[p0 + 3 < count ? p0 + 3 : p0];
+    __m512 sums = _mm512_mul_ps(mla_scores_4x4(q0, q1, q2, q3, r0, r1, r2, r3, width), _mm512_set1_ps(scale));
+    __mmask16 present = (__mmask16)(0x1111u * ((1u << (count - p0 < 4 ? count - p0 : 4)) - 1)); /* lanes 4h + r */
+    s[quad] = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), present, sums);
+  }
+  /* per head (one 128-bit quarter each): the block max, the new state, the weights and their sum */
+  __m512 top = _mm512_max_ps(_mm512_max_ps(s[0], s[1]), _mm512_max_ps(s[2], s[3]));
+  top = _mm512_max_ps(top, _mm512_permute_ps(top, 0xB1));
+  top = _mm512_max_ps(top, _mm512_permute_ps(top, 0x4E));
+  float tops[16];
+  _mm512_storeu_ps(tops, top);
+  int32_t hm[4], delta[4];
+  float hl[4];
+  const int64_t head[4] = {0, h1, h2, h3};
+  for (int h = 0; h < 4; h++) {
+    hm[h] = m[head[h]], hl[h] = l[head[h]];
+    delta[h] = mk_mla_raise(&hm[h], &hl[h], mk_mla_ceiling(tops[4 * h]));
+  }
+  __m512 ms = _mm512_set_ps((float)hm[3], (float)hm[3], (float)hm[3], (float)hm[3], (float)hm[2], (float)hm[2], (float)hm[2],
+                            (float)hm[2], (float)hm[1], (float)hm[1], (float)hm[1], (float)hm[1], (float)hm[0], (float)hm[0],
+                            (float)hm[0], (float)hm[0]);
+  /* the weights as BF16, w[16·quad + 4h + r] for head h, position 4·quad + r: positions p, p + 1 (p even) of a head
+   * are one 32-bit pair, as VDPBF16PS takes them */
+  uint16_t w[64];
+  for (int quad = 0; quad < 4; quad++) {
+    s[quad] = exp2_ps(_mm512_sub_ps(s[quad], ms)); /* -inf (no position) gives +0 */
+    _mm256_storeu_si256((__m256i *)(w + 16 * quad), (__m256i)_mm512_cvtneps_pbh(s[quad]));
+  }
+  __m512 total = _mm512_add_ps(_mm512_add_ps(s[0], s[1]), _mm512_add_ps(s[2], s[3]));
+  total = _mm512_add_ps(total, _mm512_permute_ps(total, 0x4E));
+  total = _mm512_add_ps(total, _mm512_permute_ps(total, 0xB1));
+  float totals[16];
+  _mm512_storeu_ps(totals, total);
+  for (int64_t h = 0; h < hn; h++) m[h] = hm[h], l[h] = hl[h] + totals[4 * h];
+
+  /* value sums: a pair of positions' row chunks interleaved column by column, (a_c, b_c) in lane c, so one
+   * VDPBF16PS adds both positions' products to 16 columns in their own order */
+  const __m512i lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38, 6, 37, 5,
+                                      36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+  const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
+  for (int64_t c = 0; c < rank; c += 64) {
+    __mmask16 k[4];
+    for (int i = 0; i < 4; i++) {
+      int64_t left = rank - c - 16 * i;
+      k[i] = left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
+    }
+    __mmask32 k01 = (__mmask32)k[0] | (__mmask32)k[1] << 16, k23 = (__mmask32)k[2] | (__mmask32)k[3] << 16;
+    float *o0 = o + c, *o1 = o + h1 * ldo + c, *o2 = o + h2 * ldo + c, *o3 = o + h3 * ldo + c;
+#define LOAD_HEAD(h)                                                                                          \
+  __m512 a##h##0 = _mm512_maskz_loadu_ps(k[0], o##h), a##h##1 = _mm512_maskz_loadu_ps(k[1], o##h + 16),        \
+         a##h##2 = _mm512_maskz_loadu_ps(k[2], o##h + 32), a##h##3 = _mm512_maskz_loadu_ps(k[3], o##h + 48); \
+  if (delta[h] > 0)                                                                                           \
+    a##h##0 = scale_down_pow2_ps(a##h##0, delta[h]), a##h##1 = scale_down_pow2_ps(a##h##1, delta[h]),         \
+    a##h##2 = scale_down_pow2_ps(a##h##2, delta[h]), a##h##3 = scale_down_pow2_ps(a##h##3, delta[h]);
+    LOAD_HEAD(0) LOAD_HEAD(1) LOAD_HEAD(2) LOAD_HEAD(3)
+#undef LOAD_HEAD
+    for (int64_t p = 0; p < count; p += 2) {
+      const uint16_t *ra = rows[p] + c, *rb = rows[p + 1 < count ? p + 1 : p] + c; /* a lone last row: weight 0 */
+      __m512i ra01 = _mm512_maskz_loadu_epi16(k01, ra), ra23 = _mm512_maskz_loadu_epi16(k23, ra + 32);
+      __m512i rb01 = _mm512_maskz_loadu_epi16(k01, rb), rb23 = _mm512_maskz_loadu_epi16(k23, rb + 32);
+      __m512i v0 = _mm512_permutex2var_epi16(ra01, lo, rb01), v1 = _mm512_permutex2var_epi16(ra01, hi, rb01);
+      __m512i v2 = _mm512_permutex2var_epi16(ra23, lo, rb23), v3 = _mm512_permutex2var_epi16(ra23, hi, rb23);
+      const uint16_t *wp = w + 16 * (p >> 2) + (p & 3);
+      int32_t pair;
+#define HEAD_STEP(h)                                                                                          \
+  memcpy(&pair, wp + 4 * h, 4);                                                                               \
+  {                                                                                                           \
+    __m512i x = _mm512_set1_epi32(pair);                                                                      \
+    a##h##0 = dpbf16(a##h##0, v0, x), a##h##1 = dpbf16(a##h##1, v1, x), a##h##2 = dpbf16(a##h##2, v2, x),     \
+    a##h##3 = dpbf16(a##h##3, v3, x);                                                                         \
+  }
+      HEAD_STEP(0) HEAD_STEP(1) HEAD_STEP(2) HEAD_STEP(3)
+#undef HEAD_STEP
     }
     /* stores from the last head down: a missing head aliases head 0, whose own sums must be written last */
-    if (hn > 3) _mm512_mask_storeu_ps(o3, m[0], a30), _mm512_mask_storeu_ps(o3 + 16, m[1], a31), _mm512_mask_storeu_ps(o3 + 32, m[2], a32), _mm512_mask_storeu_ps(o3 + 48, m[3], a33);
-    if (hn > 2) _mm512_mask_storeu_ps(o2, m[0], a20), _mm512_mask_storeu_ps(o2 + 16, m[1], a21), _mm512_mask_storeu_ps(o2 + 32, m[2], a22), _mm512_mask_storeu_ps(o2 + 48, m[3], a23);
-    if (hn > 1) _mm512_mask_storeu_ps(o1, m[0], a10), _mm512_mask_storeu_ps(o1 + 16, m[1], a11), _mm512_mask_storeu_ps(o1 + 32, m[2], a12), _mm512_mask_storeu_ps(o1 + 48, m[3], a13);
-    _mm512_mask_storeu_ps(o0, m[0], a00), _mm512_mask_storeu_ps(o0 + 16, m[1], a01), _mm512_mask_storeu_ps(o0 + 32, m[2], a02), _mm512_mask_storeu_ps(o0 + 48, m[3], a03);
+    if (hn > 3) _mm512_mask_storeu_ps(o3, k[0], a30), _mm512_mask_storeu_ps(o3 + 16, k[1], a31), _mm512_mask_storeu_ps(o3 + 32, k[2], a32), _mm512_mask_storeu_ps(o3 + 48, k[3], a33);
+    if (hn > 2) _mm512_mask_storeu_ps(o2, k[0], a20), _mm512_mask_storeu_ps(o2 + 16, k[1], a21), _mm512_mask_storeu_ps(o2 + 32, k[2], a22), _mm512_mask_storeu_ps(o2 + 48, k[3], a23);
+    if (hn > 1) _mm512_mask_storeu_ps(o1, k[0], a10), _mm512_mask_storeu_ps(o1 + 16, k[1], a11), _mm512_mask_storeu_ps(o1 + 32, k[2], a12), _mm512_mask_storeu_ps(o1 + 48, k[3], a13);
+    _mm512_mask_storeu_ps(o0, k[0], a00), _mm512_mask_storeu_ps(o0 + 16, k[1], a01), _mm512_mask_storeu_ps(o0 + 32, k[2], a02), _mm512_mask_storeu_ps(o0 + 48, k[3], a03);
   }
 }

@@ -9,7 +9,7 @@
 
 #include <immintrin.h>
 
-#include "avx512_sums.h"
+#include "avx512_math.h"
 
 #define INLINE static inline __attribute__((always_inline))
 
@@ -243,24 +243,6 @@ static void mla_accumulate(float *o, const float *prob, const float *kv, int64_t
   }
 }
 
-/* 2^x: x = n + f with n an integer and f in [-1/2, 1/2], 2^f by a degree-6 minimax polynomial (relative error
- * 2.6e-9 before rounding; within 1.02 ulp of exact over every float in [-126, 0]), scaled by 2^n with scalef
- * (exact, overflows to infinity). Below -126 the result would be subnormal: +0 instead. NaN stays NaN. */
-INLINE __m512 exp2_ps(__m512 x) {
-  x = _mm512_min_ps(_mm512_set1_ps(128.0f), x); /* VMINPS returns its second operand for NaN: x */
-  __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 f = _mm512_sub_ps(x, n);
-  __m512 p = _mm512_set1_ps(1.5594678161326619e-04f);
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3406643902351759e-03f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.6176929729930623e-03f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5503105510137972e-02f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022652782887737e-01f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9314721496802790e-01f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
-  __mmask16 tiny = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-126.0f), _CMP_LT_OQ); /* also -inf, whose f is NaN */
-  return _mm512_mask_mov_ps(_mm512_scalef_ps(p, n), tiny, _mm512_setzero_ps());
-}
-
 static float exp2_sum(float *s, int64_t count, float m) {
   __mmask16 k = mask16(count);
   __m512 w = exp2_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, s), _mm512_set1_ps(m)));
@@ -286,7 +268,6 @@ const mk_isa mk_isa_avx512 = {
     .mla_scores = mla_scores,
     .mla_accumulate = mla_accumulate,
     .exp2_sum = exp2_sum,
-    .mla_scores_bf16 = mk_avx512_mla_scores_bf16,
-    .mla_accumulate_bf16 = mk_avx512_mla_accumulate_bf16,
+    .mla_block_bf16 = mk_avx512_mla_block_bf16,
     .int8_peak_loop = mk_avx512_int8_peak_loop,
 };

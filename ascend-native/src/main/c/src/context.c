@@ -238,8 +238,7 @@ MK_EXPORT mk_context *mk_context_create(int32_t threads, int32_t isa) {
     ctx->table = mk_isa_avx512;
     ctx->table.id = MK_ISA_AVX512_NO_BF16;
     ctx->table.matmul_bf16_tile = mk_isa_portable.matmul_bf16_tile;
-    ctx->table.mla_scores_bf16 = NULL; /* VDPBF16PS; the pair goes together */
-    ctx->table.mla_accumulate_bf16 = NULL;
+    ctx->table.mla_block_bf16 = NULL; /* VDPBF16PS */
     ctx->isa = &ctx->table;
   }
 #endif

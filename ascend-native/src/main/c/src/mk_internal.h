@@ -3,6 +3,7 @@
 #define MK_INTERNAL_H
 
 #include "mesh_kernels.h"
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -33,6 +34,62 @@ static inline uint16_t mk_f32_to_bf16(float f) {
 }
 
 float mk_fp8_e4m3_to_f32(uint8_t b);
+
+/* AMLA's online softmax state per head (mla.c): the running max m of base-2 scores is an integer, so what was
+ * summed rescales by 2^-Δ, an integer subtract on the F32 exponent. */
+#define MK_MLA_M_NONE INT32_MIN /* m before a head's first position */
+
+/* x · 2^-delta for delta >= 0; values that would turn subnormal flush to ±0 (below 2^-126 of the running max: no
+ * weight in the softmax). */
+static inline float mk_scale_down_pow2(float x, int32_t delta) {
+  if (delta == 0) return x;
+  uint32_t bits;
+  memcpy(&bits, &x, 4);
+  int32_t exponent = (int32_t)((bits >> 23) & 0xFF);
+  bits = exponent <= delta ? (bits & 0x80000000u) : bits - ((uint32_t)delta << 23);
+  memcpy(&x, &bits, 4);
+  return x;
+}
+
+/* A softmax weight 2^x (x <= 0), the same bits in every backend (exp2_ps in avx512_math.h lane by lane, and the
+ * Java spec's ReferenceAttention.exp2): x = n + f with n = rint(x) and f in [-1/2, 1/2], 2^f by a degree-6 minimax
+ * polynomial in fused multiply-adds (within 1.02 ulp of exact on [-126, 0]), times 2^n exactly; below -126 (where
+ * it would turn subnormal) +0; NaN stays NaN. Bit for bit, so a weight rounded to BF16 is the same BF16 everywhere. */
+static inline float mk_exp2_weight(float x) {
+  if (x < -126.0f) return 0.0f;
+  float n = rintf(x), f = x - n;
+  float p = 1.5594678161326619e-04f;
+  p = fmaf(p, f, 1.3406643902351759e-03f);
+  p = fmaf(p, f, 9.6176929729930623e-03f);
+  p = fmaf(p, f, 5.5503105510137972e-02f);
+  p = fmaf(p, f, 2.4022652782887737e-01f);
+  p = fmaf(p, f, 6.9314721496802790e-01f);
+  p = fmaf(p, f, 1.0f);
+  return x != x ? x : ldexpf(p, (int)n);
+}
+
+/* A block's integer max: the ceiling of its largest base-2 score, clamped to ±2^30 (NaN: -2^30). */
+static inline int32_t mk_mla_ceiling(float block_max) {
+  float ceiling = ceilf(block_max);
+  if (!(ceiling > -0x1p30f)) ceiling = -0x1p30f;
+  if (ceiling > 0x1p30f) ceiling = 0x1p30f;
+  return (int32_t)ceiling;
+}
+
+/* Raises a head's running max m to block_m if higher, scaling its denominator l; returns the Δ (<= 255) by which
+ * its accumulator must scale down too (0: unchanged). */
+static inline int32_t mk_mla_raise(int32_t *m, float *l, int32_t block_m) {
+  int32_t delta = 0;
+  if (block_m > *m) {
+    if (*m != MK_MLA_M_NONE) {
+      int64_t d = (int64_t)block_m - *m;
+      delta = d > 255 ? 255 : (int32_t)d;
+      *l = mk_scale_down_pow2(*l, delta);
+    }
+    *m = block_m;
+  }
+  return delta;
+}
 
 /* ---- the row kernels of one instruction set; every public op is a loop over these ---- */
 #define MK_I8_NR 6 /* weight rows per INT8 tile: 4 x 6 accumulators fill AVX-512's 32 registers */
@@ -79,19 +136,17 @@ typedef struct mk_isa {
   void (*mla_scores)(float *s, const float *ql, const float *qr, const float *kv, int64_t count, int64_t width,
                      int64_t rank, float scale);
   void (*mla_accumulate)(float *o, const float *prob, const float *kv, int64_t count, int64_t width, int64_t rank);
-  /* MLA decode's softmax weights of one block: s[p] = 2^(s[p] - m) for p < count <= 16 (s[p] - m <= 0 but for
-   * NaN); returns their sum. Portable: exp2f, summed in position order. AVX-512: a polynomial within 1.02 ulp of
-   * exact on [-126, 0] and +0 below (no subnormal weights, as scale_down_pow2 in mla.c), summed by a fixed tree.
-   * Lane by lane: a position's weight never depends on count or on its neighbours. */
+  /* MLA decode's softmax weights of one block: s[p] = mk_exp2_weight(s[p] - m) for p < count <= 16 (s[p] - m <= 0
+   * but for NaN), bit for bit; returns their sum (portable: in position order; AVX-512: by a fixed tree). */
   float (*exp2_sum)(float *s, int64_t count, float m);
-  /* Optional (NULL: the F32 pair above, on rows converted to F32): MLA decode straight on BF16 latent rows
-   * rows[p] (c_kv ‖ k_pe, width = rank + rope), for hn <= 4 heads at once, count <= 16 rows. Scores
-   * s[h*lds + p] = (q_h · rows[p]) · scale (lds >= 4), q BF16 rows of width (q_latent ‖ q_rope), every product exact,
-   * summed in F32; then o[h*ldo + c] += Σ_p prob[h*ldp + p] · c_kv_p[c] for c < rank, in position order. */
-  void (*mla_scores_bf16)(float *s, int64_t lds, const uint16_t *q, int64_t ldq, int64_t hn, const uint16_t *const *rows,
-                          int64_t count, int64_t width, float scale);
-  void (*mla_accumulate_bf16)(float *o, int64_t ldo, const float *prob, int64_t ldp, int64_t hn,
-                              const uint16_t *const *rows, int64_t count, int64_t rank);
+  /* Optional (NULL: the F32 ops above, on rows converted to F32): one block of MLA decode straight on BF16 latent
+   * rows rows[p] (c_kv ‖ k_pe, width = rank + rope), count <= 16, for hn <= 4 heads whose running state is m[h],
+   * l[h] and o[h*ldo + c] (c < rank): the scores s_p = (q_h · rows[p]) · scale (q BF16 rows of width, every product
+   * exact, summed in F32), then the online softmax step of mla.c's online_softmax (the same m, the same scaling of
+   * o and l, the same weights 2^(s_p - m)), then o[h] += Σ_p weight_p · c_kv_p in position order. One call, so the
+   * scores and weights never leave registers and a block costs no per-head bookkeeping calls. */
+  void (*mla_block_bf16)(int32_t *m, float *l, float *o, int64_t ldo, const uint16_t *q, int64_t ldq, int64_t hn,
+                         const uint16_t *const *rows, int64_t count, int64_t width, int64_t rank, float scale);
   /* Register-only VPDPBUSD (or portable stand-in) loop: returns int8 ops done. */
   double (*int8_peak_loop)(int64_t iterations);
 } mk_isa;
@@ -102,10 +157,8 @@ extern const mk_isa mk_isa_avx512;
 /* VDPBF16PS tiles (avx512_bf16.c, the only file built with -mavx512bf16); mk_isa_avx512's matmul_bf16_tile. */
 void mk_avx512_matmul_bf16_tile(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, const uint16_t *w,
                                 int64_t ldw, int64_t mr, int64_t nr, int64_t k);
-void mk_avx512_mla_scores_bf16(float *s, int64_t lds, const uint16_t *q, int64_t ldq, int64_t hn,
-                               const uint16_t *const *rows, int64_t count, int64_t width, float scale);
-void mk_avx512_mla_accumulate_bf16(float *o, int64_t ldo, const float *prob, int64_t ldp, int64_t hn,
-                                   const uint16_t *const *rows, int64_t count, int64_t rank);
+void mk_avx512_mla_block_bf16(int32_t *m, float *l, float *o, int64_t ldo, const uint16_t *q, int64_t ldq, int64_t hn,
+                              const uint16_t *const *rows, int64_t count, int64_t width, int64_t rank, float scale);
 /* VPDPBUSD tiles (avx512_int8.c): mk_isa_avx512's dot_u8i8_tile, gemm_u8i8_tile and int8_peak_loop. */
 void mk_avx512_dot_u8i8_tile(int32_t *acc, int32_t *wsum, const uint8_t *xu, int64_t ldx, const int8_t *w, int64_t ldw,
                              int64_t mr, int64_t nr, int64_t k);

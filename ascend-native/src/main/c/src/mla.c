@@ -6,7 +6,10 @@
  * (M, l, o); partials are combined in chunk order, so results never depend on threads or batch.
  *
  * AMLA ("multiplication to addition"): scores are taken in base 2 and the running max M is an integer, so
- * every rescaling factor is 2^-Δ for an integer Δ, applied by subtracting Δ from the F32 exponent field. */
+ * every rescaling factor is 2^-Δ for an integer Δ, applied by subtracting Δ from the F32 exponent field.
+ *
+ * A BF16 query attends in BF16 as DeepSeek's reference does: the weights multiply the values rounded to BF16
+ * (VDPBF16PS takes two positions per instruction), the denominators sum them unrounded. */
 #include "mk_internal.h"
 
 #include <math.h>
@@ -21,27 +24,14 @@
  * head's numbers do not depend on its group (each head is computed on its own), so neither does the result. */
 #define HEAD_GROUPS 4
 #define ITEMS_PER_THREAD 4 /* from this many work items per thread, one head group */
-#define M_NONE INT32_MIN
 #define LOG2E 1.44269504088896340736f
-
-/* v[i] *= 2^-delta for delta >= 0, as an integer subtract on the exponent; values that would become
- * subnormal flush to zero (they are below 2^-126 of the running max: no weight in the softmax). */
-static void scale_down_pow2(float *v, int64_t n, int32_t delta) {
-  if (delta == 0) return;
-  for (int64_t i = 0; i < n; i++) {
-    uint32_t bits;
-    memcpy(&bits, &v[i], 4);
-    int32_t exponent = (int32_t)((bits >> 23) & 0xFF);
-    bits = exponent <= delta ? (bits & 0x80000000u) : bits - ((uint32_t)delta << 23);
-    memcpy(&v[i], &bits, 4);
-  }
-}
 
 typedef struct {
   const mk_isa *isa;
   const float *q_latent, *q_rope;
   int64_t ldq, ldr, heads, rank, rope;
   const uint16_t *q16; /* over BF16 pages with the BF16 row kernels: q_latent ‖ q_rope in BF16, rows of rank + rope */
+  int32_t bf16_weights; /* a BF16 query: the weights multiply the values as BF16 */
   const void *pages;
   int32_t pages_bf16;
   int64_t page_size, num_pages;
@@ -68,41 +58,41 @@ static void online_softmax(const mk_isa *isa, int32_t *m, float *l, float *o, fl
   float block_max = -INFINITY;
   for (int64_t p = 0; p < count; p++)
     if (s[p] > block_max) block_max = s[p];
-  float ceiling = ceilf(block_max);
-  if (!(ceiling > -0x1p30f)) ceiling = -0x1p30f; /* also catches NaN */
-  if (ceiling > 0x1p30f) ceiling = 0x1p30f;
-  int32_t block_m = (int32_t)ceiling;
-  if (block_m > *m) {
-    if (*m != M_NONE) {
-      int64_t delta = (int64_t)block_m - *m;
-      int32_t d = delta > 255 ? 255 : (int32_t)delta;
-      scale_down_pow2(o, rank, d);
-      scale_down_pow2(l, 1, d);
-    }
-    *m = block_m;
-  }
+  int32_t delta = mk_mla_raise(m, l, mk_mla_ceiling(block_max));
+  if (delta > 0)
+    for (int64_t c = 0; c < rank; c++) o[c] = mk_scale_down_pow2(o[c], delta);
   *l += isa->exp2_sum(s, count, (float)*m); /* the weights, <= 1 */
+}
+
+/* rows[i] = the BF16 latent row of position begin + i of row t, for i < count: one division, then page by page. */
+static void kv_rows_bf16(const mla_job *j, int64_t t, int64_t begin, int64_t count, const uint16_t **rows) {
+  int64_t width = j->rank + j->rope, block = begin / j->page_size, in_page = begin % j->page_size;
+  const uint16_t *pages = j->pages, *page = pages + (size_t)(j->block_table[t * j->ldb + block] * j->page_size * width);
+  for (int64_t i = 0; i < count; i++, in_page++) {
+    if (in_page == j->page_size)
+      in_page = 0, page = pages + (size_t)(j->block_table[t * j->ldb + ++block] * j->page_size * width);
+    rows[i] = page + in_page * width;
+  }
 }
 
 /* Positions [begin, end) of row t for heads [h_begin, h_end), straight on BF16 rows, 4 heads per kernel call. */
 static void mla_block_bf16(const mla_job *j, int64_t t, int64_t h_begin, int64_t h_end, int64_t begin, int64_t end,
-                           int32_t *m, float *l, float *o, float *s) {
+                           int32_t *m, float *l, float *o) {
   int64_t width = j->rank + j->rope;
-  const uint16_t *rows[BLOCK];
+  const uint16_t *rows[BLOCK], *ahead[BLOCK];
   for (int64_t b = begin; b < end; b += BLOCK) {
     int64_t count = end - b < BLOCK ? end - b : BLOCK;
-    for (int64_t p = 0; p < count; p++) rows[p] = kv_row(j, t, b + p);
-    /* the rows two blocks ahead, so the scores do not wait for memory (a page's rows are contiguous, pages are not) */
-    for (int64_t p = b + 2 * BLOCK; p < end && p < b + 3 * BLOCK; p++) {
-      const char *ahead = kv_row(j, t, p);
-      for (int64_t l = 0; l < width * 2; l += 64) __builtin_prefetch(ahead + l, 0, 3);
-    }
-    for (int64_t h0 = h_begin; h0 < h_end; h0 += 4) {
-      int64_t hn = h_end - h0 < 4 ? h_end - h0 : 4;
-      j->isa->mla_scores_bf16(s, BLOCK, j->q16 + (t * j->heads + h0) * width, width, hn, rows, count, width, j->scale2);
-      for (int64_t h = 0; h < hn; h++)
-        online_softmax(j->isa, &m[h0 + h], &l[h0 + h], o + (h0 + h) * j->rank, s + h * BLOCK, count, j->rank);
-      j->isa->mla_accumulate_bf16(o + h0 * j->rank, j->rank, s, BLOCK, hn, rows, count, j->rank);
+    kv_rows_bf16(j, t, b, count, rows);
+    /* the rows two blocks ahead, so the scores do not wait for memory (a page's rows are contiguous, pages are
+     * not), spread over the block's calls: ~150 prefetches at once stalled on the misses in flight (1.1x) */
+    int64_t next = b + 2 * BLOCK, next_count = end - next < BLOCK ? end - next : BLOCK;
+    if (next_count > 0) kv_rows_bf16(j, t, next, next_count, ahead);
+    int64_t calls = (h_end - h_begin + 3) / 4, call = 0;
+    for (int64_t h = h_begin; h < h_end; h += 4, call++) {
+      for (int64_t p = next_count * call / calls; p < next_count * (call + 1) / calls; p++)
+        for (int64_t c = 0; c < width * 2; c += 64) __builtin_prefetch((const char *)ahead[p] + c, 0, 3);
+      j->isa->mla_block_bf16(m + h, l + h, o + h * j->rank, j->rank, j->q16 + (t * j->heads + h) * width, width,
+                             h_end - h < 4 ? h_end - h : 4, rows, count, width, j->rank, j->scale2);
     }
   }
 }
@@ -117,10 +107,10 @@ static void mla_item(const mla_job *j, int64_t unit, float *kv, float *s) {
   if (end > begin + CHUNK) end = begin + CHUNK;
   int32_t *m = j->part_m + item * j->heads;
   float *l = j->part_l + item * j->heads, *o = j->part_o + item * j->heads * j->rank;
-  for (int64_t h = h_begin; h < h_end; h++) m[h] = M_NONE, l[h] = 0;
+  for (int64_t h = h_begin; h < h_end; h++) m[h] = MK_MLA_M_NONE, l[h] = 0;
   memset(o + h_begin * j->rank, 0, sizeof(float) * (size_t)((h_end - h_begin) * j->rank));
   if (j->q16 != NULL) {
-    mla_block_bf16(j, t, h_begin, h_end, begin, end, m, l, o, s);
+    mla_block_bf16(j, t, h_begin, h_end, begin, end, m, l, o);
     return;
   }
   for (int64_t b = begin; b < end; b += BLOCK) {
@@ -134,6 +124,8 @@ static void mla_item(const mla_job *j, int64_t unit, float *kv, float *s) {
       const float *ql = j->q_latent + (t * j->heads + h) * j->ldq, *qr = j->q_rope + (t * j->heads + h) * j->ldr;
       j->isa->mla_scores(s, ql, qr, kv, count, width, j->rank, j->scale2);
       online_softmax(j->isa, &m[h], &l[h], o + h * j->rank, s, count, j->rank);
+      if (j->bf16_weights)
+        for (int64_t p = 0; p < count; p++) s[p] = mk_bf16_to_f32(mk_f32_to_bf16(s[p]));
       j->isa->mla_accumulate(o + h * j->rank, s, kv, count, width, j->rank);
     }
   }
@@ -151,7 +143,7 @@ static void mla_range(void *raw, int64_t begin, int64_t end) {
 static void mla_combine(const mla_job *j, int64_t t, float *out, int64_t ldo) {
   int64_t chunks = (j->context_lens[t] + CHUNK - 1) / CHUNK;
   for (int64_t h = 0; h < j->heads; h++) {
-    int32_t m = M_NONE;
+    int32_t m = MK_MLA_M_NONE;
     for (int64_t c = 0; c < chunks; c++) {
       int32_t mc = j->part_m[(t * j->chunks_per_row + c) * j->heads + h];
       if (mc > m) m = mc;
@@ -163,8 +155,8 @@ static void mla_combine(const mla_job *j, int64_t t, float *out, int64_t ldo) {
       int64_t delta = (int64_t)m - j->part_m[item * j->heads + h];
       int32_t d = delta > 255 ? 255 : (int32_t)delta;
       float *o = j->part_o + (item * j->heads + h) * j->rank, lc = j->part_l[item * j->heads + h];
-      scale_down_pow2(o, j->rank, d);
-      scale_down_pow2(&lc, 1, d);
+      for (int64_t c = 0; c < j->rank; c++) o[c] = mk_scale_down_pow2(o[c], d);
+      lc = mk_scale_down_pow2(lc, d);
       l += lc;
       j->isa->axpy(dst, 1.0f, o, j->rank);
     }
@@ -205,8 +197,10 @@ MK_EXPORT int32_t mk_mla_decode(mk_context *ctx, float *out, int64_t ldo, const 
     if (len > longest) longest = len;
   }
   int64_t chunks_per_row = (longest + CHUNK - 1) / CHUNK, items = nq * chunks_per_row, width = rank + rope;
-  mla_job j = {ctx->isa, q_latent, q_rope, ldq, ldr, heads, rank, rope, NULL, pages, pages_dtype == MK_BF16, page_size,
-               num_pages, block_table, ldb, context_lens, softmax_scale * LOG2E, chunks_per_row, items, 1, NULL, NULL, NULL};
+  mla_job j = {.isa = ctx->isa, .q_latent = q_latent, .q_rope = q_rope, .ldq = ldq, .ldr = ldr, .heads = heads,
+               .rank = rank, .rope = rope, .pages = pages, .pages_bf16 = pages_dtype == MK_BF16, .page_size = page_size,
+               .num_pages = num_pages, .block_table = block_table, .ldb = ldb, .context_lens = context_lens,
+               .scale2 = softmax_scale * LOG2E, .chunks_per_row = chunks_per_row, .items = items, .groups = 1};
   if (items < (int64_t)ctx->threads * ITEMS_PER_THREAD) j.groups = heads < HEAD_GROUPS ? heads : HEAD_GROUPS;
   /* A BF16 query is gathered into rows of q_latent ‖ q_rope for the BF16 row kernels, or widened to F32 (exactly)
    * for the F32 ones. */
@@ -214,7 +208,7 @@ MK_EXPORT int32_t mk_mla_decode(mk_context *ctx, float *out, int64_t ldo, const 
   float *q_wide = NULL;
   if (q_dtype == MK_BF16) {
     const uint16_t *ql = q_latent, *qr = q_rope;
-    int use_bf16 = ctx->isa->mla_scores_bf16 != NULL;
+    int use_bf16 = ctx->isa->mla_block_bf16 != NULL;
     if (use_bf16) q16 = malloc(sizeof(uint16_t) * (size_t)(nq * heads * width));
     else q_wide = malloc(sizeof(float) * (size_t)(nq * heads * width));
     if (q16 == NULL && q_wide == NULL) return MK_E_NOMEM;
@@ -224,7 +218,7 @@ MK_EXPORT int32_t mk_mla_decode(mk_context *ctx, float *out, int64_t ldo, const 
         if (use_bf16) q16[r * width + c] = b;
         else q_wide[r * width + c] = mk_bf16_to_f32(b);
       }
-    j.q16 = q16;
+    j.q16 = q16, j.bf16_weights = 1;
     if (q_wide != NULL) j.q_latent = q_wide, j.q_rope = q_wide + rank, j.ldq = width, j.ldr = width;
   }
   j.part_m = malloc(sizeof(int32_t) * (size_t)(items * heads));

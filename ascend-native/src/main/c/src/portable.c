@@ -112,7 +112,7 @@ static void mla_accumulate(float *o, const float *prob, const float *kv, int64_t
 static float exp2_sum(float *s, int64_t count, float m) {
   float sum = 0;
   for (int64_t p = 0; p < count; p++) {
-    s[p] = exp2f(s[p] - m);
+    s[p] = mk_exp2_weight(s[p] - m);
     sum += s[p];
   }
   return sum;

@@ -106,12 +106,14 @@ public interface Kernels extends AutoCloseable {
    * {@code s_j = (qLatent[t,h]·c_kv[j] + qRope[t,h]·k_pe[j]) · softmaxScale} over the first
    * {@code contextLens[t]} positions j of its pages, {@code out[t,h] = Σ_j softmax(s)_j · c_kv[j]}. The online
    * softmax is AMLA's: scores are taken in base 2 ({@code s·log2 e}), the running max M is an integer (the
-   * ceiling of the largest base-2 score so far), each weight is {@code 2^(s − M) ≤ 1}, and when M grows by Δ the
-   * accumulator and the denominator are scaled by {@code 2^−Δ} as an integer subtract of Δ from each F32
-   * exponent field (values that would turn subnormal become 0); inputs are finite. out F32
-   * (nq, heads, kvLoraRank); qLatent (nq, heads, kvLoraRank) and qRope (nq, heads, ropeDim) both F32, or both
-   * BF16 over BF16 pages: then every score is a sum of exact BF16 × BF16 products (as FlashMLA takes its query),
-   * which the native kernels compute with VDPBF16PS.
+   * ceiling of the largest base-2 score so far), each weight is {@code 2^(s − M) ≤ 1} (by one fixed polynomial,
+   * the same bits in every backend), and when M grows by Δ the accumulator and the denominator are scaled by
+   * {@code 2^−Δ} as an integer subtract of Δ from each F32 exponent field (values that would turn subnormal
+   * become 0); inputs are finite. out F32 (nq, heads, kvLoraRank); qLatent (nq, heads, kvLoraRank) and qRope
+   * (nq, heads, ropeDim) both F32, or both BF16 over BF16 pages: then attention runs in BF16 as DeepSeek's
+   * reference does in BF16 — every score is a sum of exact BF16 × BF16 products (as FlashMLA takes its query),
+   * and the weights multiply the values rounded to BF16 (the reference casts its probabilities to BF16 before
+   * the value sum), every product exact, summed in F32 — which the native kernels compute with VDPBF16PS.
    */
   void mlaDecode(Tensor out, Tensor qLatent, Tensor qRope, PagedLatentKv kv, float softmaxScale);
 

@@ -60,9 +60,14 @@ final class ReferenceAttention {
    * m by Δ rescales the sums by exactly 2^−Δ, which {@link #timesPowerOfTwo} applies as an integer
    * subtraction on the F32 exponents instead of a multiply. Positions are taken in order 0 … length-1.
    *
+   * The weights are {@link #exp2}'s, the same bits in every backend; with {@code bf16Weights} each multiplies
+   * the values rounded to BF16 (as DeepSeek's reference casts its probabilities to the activations' BF16 before
+   * the value sum), while l sums them unrounded.
+   *
    * @return out = o / l, i.e. Σ_j softmax(s)_j · c_kv[j]  (kvLoraRank)
    */
-  static float[] attend(float[] qLatent, float[] qRope, PagedLatentKv kv, Sequence seq, float softmaxScale) {
+  static float[] attend(float[] qLatent, float[] qRope, PagedLatentKv kv, Sequence seq, float softmaxScale,
+      boolean bf16Weights) {
     int rank = qLatent.length;
     int pageSize = kv.pageSize();
     float[] o = new float[rank]; // Σ_j 2^(s2_j − m) · c_kv[j]
@@ -81,12 +86,33 @@ final class ReferenceAttention {
         for (int i = 0; i < rank; i++) o[i] = timesPowerOfTwo(o[i], delta);
         m = ceil;
       }
-      float weight = (float) Math.pow(2, s2 - m); // exp2 of an F32 difference, ≤ 1
+      float weight = exp2(s2 - m); // ≤ 1
       l += weight;
-      for (int i = 0; i < rank; i++) o[i] += weight * token[i];
+      float value = bf16Weights ? BFloat16.toFloat(BFloat16.fromFloat(weight)) : weight;
+      for (int i = 0; i < rank; i++) o[i] += value * token[i];
     }
     for (int i = 0; i < rank; i++) o[i] = o[i] / l;
     return o;
+  }
+
+  /**
+   * AMLA's weight 2^x (x ≤ 0) as every backend computes it, bit for bit: x = n + f with n = rint(x) and f in
+   * [-1/2, 1/2], 2^f by a degree-6 minimax polynomial in fused multiply-adds (within 1.02 ulp of exact on
+   * [-126, 0]), times 2^n exactly; below -126, where it would turn subnormal, +0. Exactly the same bits
+   * everywhere, so a weight rounded to BF16 is the same BF16 in every backend.
+   */
+  static float exp2(float x) {
+    if (x < -126f) return 0f;
+    float n = (float) Math.rint(x);
+    float f = x - n;
+    float p = 1.5594678161326619e-04f;
+    p = Math.fma(p, f, 1.3406643902351759e-03f);
+    p = Math.fma(p, f, 9.6176929729930623e-03f);
+    p = Math.fma(p, f, 5.5503105510137972e-02f);
+    p = Math.fma(p, f, 2.4022652782887737e-01f);
+    p = Math.fma(p, f, 6.9314721496802790e-01f);
+    p = Math.fma(p, f, 1.0f);
+    return Math.scalb(p, (int) n);
   }
 
   /**

@@ -190,10 +190,12 @@ public final class ReferenceKernels extends ValidatingKernels {
   protected void doMlaDecode(Tensor out, Tensor qLatent, Tensor qRope, PagedLatentKv kv, float softmaxScale) {
     int heads = qLatent.dim(1);
     var sequences = ReferenceAttention.sequences(kv, qLatent.dim(0)); // every row checked before anything is written
+    boolean bf16Weights = qLatent.dtype() == DType.BF16;
     for (int t = 0; t < sequences.length; t++) {
       for (int h = 0; h < heads; h++) {
         long r = (long) t * heads + h;
-        store(out, r, ReferenceAttention.attend(row(qLatent, r), row(qRope, r), kv, sequences[t], softmaxScale));
+        store(out, r, ReferenceAttention.attend(row(qLatent, r), row(qRope, r), kv, sequences[t], softmaxScale,
+            bf16Weights));
       }
     }
   }

@@ -111,6 +111,29 @@ final class AttentionContract {
       }
     }
 
+    /**
+     * The softmax weights are the spec's bit for bit (one polynomial in every backend), so a BF16 query's weights
+     * round to the same BF16 too: positions (c_kv 0, k_pe 1) and (c_kv 1, k_pe 1/4), scored s and s/4, attend to
+     * exactly w(s/4) / (w(s) + w(s/4)) in any order of the sums — over 200 scores, weights 2^0 down to 2^-80.
+     */
+    @ParameterizedTest
+    @EnumSource(value = DType.class, names = {"F32", "BF16"})
+    default void weighsPositionsWithTheSpecsWeightsBitForBit(DType queryType) {
+      TensorArena arena = arena();
+      Tensor pages = arena.allocate(BF16, 1, 2, 2);
+      pages.copyFrom(new float[] {0, 1, 1, 0.25f});
+      Tensor qRope = arena.allocate(queryType, 1, 1, 1);
+      qRope.setFloat(0, 1);
+      Tensor[] in = {arena.allocate(queryType, 1, 1, 1), qRope, pages, arena.ofInts(new int[] {0}, 1, 1),
+          arena.ofInts(new int[] {2}, 1)};
+      for (int i = 1; i <= 200; i++) {
+        float scale = i * 0.37f;
+        float actual = check().actual("mlaDecode", call(scale), in, garbage(arena, F32, 1, 1, 1))[0].getFloat(0);
+        float expected = check().expected(call(scale), in, garbage(arena, F32, 1, 1, 1))[0].getFloat(0);
+        assertThat(actual).as("scale %s", scale).isEqualTo(expected);
+      }
+    }
+
     @ParameterizedTest
     @EnumSource(value = DType.class, names = {"F32", "BF16"})
     default void rowsAreIndependentOfTheBatch(DType queryType) {

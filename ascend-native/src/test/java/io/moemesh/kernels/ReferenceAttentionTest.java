@@ -111,6 +111,22 @@ class ReferenceAttentionTest extends ReferenceFixture {
     }
 
     @Test
+    void aBf16QueryWeighsTheValuesInBf16() {
+      // rank 1, rope 1: position 0 = (c 0, k_pe 0), position 1 = (c 1, k_pe 1); q_rope 1 scores them 0 and 0.3.
+      Tensor pages = bf16(new float[] {0, 0, 1, 1}, 1, 2, 2);
+      var kv = new PagedLatentKv(pages, arena.ofInts(new int[] {0}, 1, 1), arena.ofInts(new int[] {2}, 1));
+      float s2 = 0.3f * ReferenceAttention.LOG2_E; // position 1's base-2 score; it raises the max from 0 to 1
+      float w1 = ReferenceAttention.exp2(s2 - 1);
+      float l = 0.5f + w1; // position 0's weight 2^0, halved when the max moved up
+      Tensor f32 = arena.allocate(F32, 1, 1, 1);
+      Tensor inBf16 = arena.allocate(F32, 1, 1, 1);
+      kernels.mlaDecode(f32, floats(new float[] {0}, 1, 1, 1), floats(new float[] {1}, 1, 1, 1), kv, 0.3f);
+      kernels.mlaDecode(inBf16, bf16(new float[] {0}, 1, 1, 1), bf16(new float[] {1}, 1, 1, 1), kv, 0.3f);
+      assertThat(f32.getFloat(0)).isEqualTo(w1 / l);
+      assertThat(inBf16.getFloat(0)).isEqualTo(BFloat16.toFloat(BFloat16.fromFloat(w1)) / l).isNotEqualTo(w1 / l);
+    }
+
+    @Test
     void rejectsAPageIdOutOfRangeNamingTheRow() {
       Tensor out = TestTensors.garbage(arena, F32, 2, 1, 2);
       Tensor before = TestTensors.copy(arena, out);
@@ -218,6 +234,28 @@ class ReferenceAttentionTest extends ReferenceFixture {
           arena.allocate(F32, 3, 1, 2), arena.ofInts(new int[] {1, 4}, 2), 1f))
           .isInstanceOf(KernelException.class).hasMessageStartingWith("attention: row 1: context length 4");
       assertThat(out.toFloatArray()).containsOnly(Float.NaN);
+    }
+  }
+
+  @Nested
+  class Exp2 {
+    @Test
+    void isWithin1_02UlpOfExactOverTheWeightsRange() {
+      var random = new Random(3);
+      for (int i = 0; i < 200_000; i++) {
+        float x = i < 1000 ? -i / 8f : -126f * random.nextFloat();
+        double exact = Math.pow(2, x);
+        assertThat(Math.abs(ReferenceAttention.exp2(x) - exact)).as("2^%s", x).isLessThanOrEqualTo(1.02 * Math.ulp((float) exact));
+      }
+    }
+
+    @Test
+    void isExactAtIntegersAndZeroBelowTheNormalRange() {
+      assertThat(ReferenceAttention.exp2(0f)).isEqualTo(1f);
+      assertThat(ReferenceAttention.exp2(-3f)).isEqualTo(0.125f);
+      assertThat(ReferenceAttention.exp2(-126f)).isEqualTo(Float.MIN_NORMAL);
+      assertThat(ReferenceAttention.exp2(-126.001f)).isEqualTo(0f);
+      assertThat(ReferenceAttention.exp2(Float.NEGATIVE_INFINITY)).isEqualTo(0f);
     }
   }
 

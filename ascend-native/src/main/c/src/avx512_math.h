@@ -1,16 +1,17 @@
-/* Horizontal sums of AVX-512 F32 accumulators with one fixed tree (that of GCC's _mm512_reduce_add_ps): 256-bit
+/* What several AVX-512 sources compute the same way (included by those only): the softmaxes' exp2, and
+ * horizontal sums of F32 accumulators with one fixed tree (that of GCC's _mm512_reduce_add_ps): 256-bit
  * halves, 128-bit quarters, elements 2 apart, then 1 apart. Every kernel that sums a dot product's 16 lanes goes
  * through this tree, one accumulator at a time (hsum16) or a 4 x 4 tile at once (hsum16x16), so a result's bits
- * never depend on the tile it was computed in. Included by the AVX-512 sources only. */
-#ifndef MK_AVX512_SUMS_H
-#define MK_AVX512_SUMS_H
+ * never depend on the tile it was computed in. */
+#ifndef MK_AVX512_MATH_H
+#define MK_AVX512_MATH_H
 
 #include <immintrin.h>
 
-#define MK_SUMS_INLINE static inline __attribute__((always_inline))
+#define MK_MATH_INLINE static inline __attribute__((always_inline))
 
 /* The horizontal sum, written out so its tree is fixed here: halves 256 + 256, 128 + 128, then 2 + 2, 1 + 1. */
-MK_SUMS_INLINE float hsum16(__m512 v) {
+MK_MATH_INLINE float hsum16(__m512 v) {
   __m256 a = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
   __m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
   __m128 c = _mm_add_ps(b, _mm_movehl_ps(b, b));
@@ -21,13 +22,13 @@ MK_SUMS_INLINE float hsum16(__m512 v) {
 /* The 16 horizontal sums of a 4 x 4 tile in one register, lane 4h + r holding the sum of a(h)(r): 45 shuffles and adds
  * where 16 hsum16 take 128, and every sum goes through hsum16's tree (256-bit halves, 128-bit quarters, elements 2
  * apart, then 1 apart), so each is bit for bit hsum16 of its own chain. */
-MK_SUMS_INLINE __m512 pair_halves(__m512 a, __m512 b) { /* [a.lo256 + a.hi256, b.lo256 + b.hi256] */
+MK_MATH_INLINE __m512 pair_halves(__m512 a, __m512 b) { /* [a.lo256 + a.hi256, b.lo256 + b.hi256] */
   return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
 }
-MK_SUMS_INLINE __m512 pair_quarters(__m512 a, __m512 b) { /* quarters: [a0 + a1, a2 + a3, b0 + b1, b2 + b3] */
+MK_MATH_INLINE __m512 pair_quarters(__m512 a, __m512 b) { /* quarters: [a0 + a1, a2 + a3, b0 + b1, b2 + b3] */
   return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x88), _mm512_shuffle_f32x4(a, b, 0xDD));
 }
-MK_SUMS_INLINE __m512 hsum16x16(__m512 a00, __m512 a01, __m512 a02, __m512 a03, __m512 a10, __m512 a11, __m512 a12, __m512 a13,
+MK_MATH_INLINE __m512 hsum16x16(__m512 a00, __m512 a01, __m512 a02, __m512 a03, __m512 a10, __m512 a11, __m512 a12, __m512 a13,
                         __m512 a20, __m512 a21, __m512 a22, __m512 a23, __m512 a30, __m512 a31, __m512 a32, __m512 a33) {
   /* y_h: quarter r holds 4 partial sums of a(h)(r) */
   __m512 y0 = pair_quarters(pair_halves(a00, a01), pair_halves(a02, a03));
@@ -42,6 +43,24 @@ MK_SUMS_INLINE __m512 hsum16x16(__m512 a00, __m512 a01, __m512 a02, __m512 a03, 
                               _mm512_shuffle_ps(z01, z23, _MM_SHUFFLE(3, 2, 3, 2)));
   /* lane 4r + h → lane 4h + r */
   return _mm512_permutexvar_ps(_mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0), sums);
+}
+
+/* 2^x: x = n + f with n an integer and f in [-1/2, 1/2], 2^f by a degree-6 minimax polynomial (relative error
+ * 2.6e-9 before rounding; within 1.02 ulp of exact over every float in [-126, 0]), scaled by 2^n with scalef
+ * (exact, overflows to infinity). Below -126 the result would be subnormal: +0 instead. NaN stays NaN. */
+MK_MATH_INLINE __m512 exp2_ps(__m512 x) {
+  x = _mm512_min_ps(_mm512_set1_ps(128.0f), x); /* VMINPS returns its second operand for NaN: x */
+  __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 f = _mm512_sub_ps(x, n);
+  __m512 p = _mm512_set1_ps(1.5594678161326619e-04f);
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3406643902351759e-03f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.6176929729930623e-03f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5503105510137972e-02f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022652782887737e-01f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9314721496802790e-01f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+  __mmask16 tiny = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-126.0f), _CMP_LT_OQ); /* also -inf, whose f is NaN */
+  return _mm512_mask_mov_ps(_mm512_scalef_ps(p, n), tiny, _mm512_setzero_ps());
 }
 
 #endif
