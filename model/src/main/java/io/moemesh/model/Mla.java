@@ -35,7 +35,7 @@ public final class Mla {
   private final Tensor wUkT;  // (heads, kvLoraRank, nope): W_UK transposed per head, for q absorption
   private final Tensor wUv;   // (heads, v, kvLoraRank): W_UV per head, for the output
   private final Linear wo;    // (dim, heads * v)
-  private final DType queryDType; // of the absorbed query as attention takes it: BF16 in int8 precision, else F32
+  private final DType queryDType; // of the absorbed attention's operands: BF16 in int8 precision, else F32
 
   public Mla(ModelConfig c, int layerId, Linear wq, Linear wqA, Tensor qNorm, Linear wqB, Linear wkvA, Tensor kvNorm,
       Linear wkvB, Tensor wUkT, Tensor wUv, Linear wo, DType queryDType) {
@@ -55,8 +55,9 @@ public final class Mla {
   }
 
   /**
-   * The dtype in which the absorbed query meets the latent cache: BF16 in {@code int8} precision (A8W8 with a BF16
-   * cache: scores as BF16 × BF16 dot products, as GPU MLA kernels take them), F32 in {@code exact} and {@code bf16},
+   * The dtype of the absorbed attention's operands: BF16 in {@code int8} precision (A8W8 with a BF16 cache, the
+   * absorbed form as FlashMLA runs it: q_nope · W_UK, the scores against the cache, the softmax weights on the values
+   * and o · W_UV all take BF16 operands, every product exact, summed in F32), F32 in {@code exact} and {@code bf16},
    * whose contract is F32 compute.
    */
   public static DType queryDType(Precision precision) {
@@ -158,23 +159,24 @@ public final class Mla {
     }
     Tensor qLatent = scratch.empty(DType.F32, n, heads, rank);
     Tensor oLatent = scratch.empty(DType.F32, n, heads, rank);
-    k.matmulHeads(qLatent, qRows.cols(0, nope), wUkT);
+    k.matmulHeads(qLatent, inQueryDType(k, qRows.cols(0, nope), scratch), wUkT);
     var kv = new PagedLatentKv(cache.pages(layerId), scratch.ofInts(table, n, maxPages), scratch.ofInts(lens, n));
-    Tensor qRope = qRows.cols(nope, qk);
-    if (queryDType == DType.BF16) { // A8W8C16: the query meets the BF16 cache in BF16, as FlashMLA takes it
-      Tensor latent16 = scratch.empty(DType.BF16, n, heads, rank), rope16 = scratch.empty(DType.BF16, n, heads, qk - nope);
-      k.convert(latent16, qLatent);
-      k.convert(rope16, qRope);
-      qLatent = latent16;
-      qRope = rope16;
-    }
-    k.mlaDecode(oLatent, qLatent, qRope, kv, c.softmaxScale());
-    k.matmulHeads(oRows.reshape(n, heads, vDim), oLatent, wUv);
+    k.mlaDecode(oLatent, inQueryDType(k, qLatent, scratch), inQueryDType(k, qRows.cols(nope, qk), scratch), kv,
+        c.softmaxScale());
+    k.matmulHeads(oRows.reshape(n, heads, vDim), inQueryDType(k, oLatent, scratch), wUv);
     if (contiguous) return;
     for (int i = 0, r = 0; i < segments.size(); r += segments.get(i).n(), i++) {
       Rows s = segments.get(i);
       o.rows(s.first(), s.first() + s.n()).copyFrom(oRows.rows(r, r + s.n()));
     }
+  }
+
+  /** x (n, heads, d) as the absorbed attention takes it: itself, or a BF16 copy (see {@link #queryDType}). */
+  private Tensor inQueryDType(Kernels k, Tensor x, TensorArena scratch) {
+    if (queryDType == x.dtype()) return x;
+    Tensor converted = scratch.empty(queryDType, x.dim(0), x.dim(1), x.dim(2));
+    k.convert(converted, x);
+    return converted;
   }
 
   public long weightBytes() {
