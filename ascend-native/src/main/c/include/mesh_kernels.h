@@ -129,6 +129,10 @@ int32_t mk_attention(mk_context *ctx, float *out, int64_t ldo, const float *q, i
                      int64_t ldk, const float *v, int64_t ldv, int64_t nq, int64_t nk, int64_t heads, int64_t dqk,
                      int64_t dv, const int32_t *context_lens, float scale);
 
+/* Greedy sampling: ids[t] = the lowest index of the largest value of row t of x (n, d), stride ldx, d >= 1; -1 when
+ * the row holds a NaN or +inf, or only -inf (no token can be picked: the caller's sampler says why). */
+int32_t mk_argmax_rows(mk_context *ctx, int32_t *ids, const float *x, int64_t ldx, int64_t n, int64_t d);
+
 /* out = a + b on (n,d) matrices; out may alias a or b. */
 int32_t mk_add(mk_context *ctx, float *out, int64_t ldo, const float *a, int64_t lda, const float *b, int64_t ldb,
                int64_t n, int64_t d);

@@ -250,6 +250,26 @@ static float exp2_sum(float *s, int64_t count, float m) {
   return _mm512_reduce_add_ps(_mm512_maskz_mov_ps(k, w));
 }
 
+/* Two passes: the max (and whether any lane was NaN or +inf), then the first lane equal to it; -0 equals +0, as
+ * the portable loop's comparisons have it. */
+static int32_t argmax(const float *x, int64_t d) {
+  const __m512 none = _mm512_set1_ps(-INFINITY), inf = _mm512_set1_ps(INFINITY);
+  __m512 top = none;
+  __mmask16 bad = 0;
+  for (int64_t j = 0; j < d; j += 16) {
+    __m512 v = _mm512_mask_loadu_ps(none, mask16(d - j), x + j);
+    bad |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(v, inf, _CMP_EQ_OQ);
+    top = _mm512_max_ps(top, v);
+  }
+  float max = _mm512_reduce_max_ps(top);
+  if (bad || max == -INFINITY) return -1;
+  for (int64_t j = 0; j < d; j += 16) {
+    __mmask16 m = mask16(d - j), hit = _mm512_mask_cmp_ps_mask(m, _mm512_maskz_loadu_ps(m, x + j), _mm512_set1_ps(max), _CMP_EQ_OQ);
+    if (hit) return (int32_t)(j + __builtin_ctz(hit));
+  }
+  return -1; /* not reached: max is one of the values */
+}
+
 const mk_isa mk_isa_avx512 = {
     .id = MK_ISA_AVX512,
     .matmul_tile = matmul_tile,
@@ -269,5 +289,6 @@ const mk_isa mk_isa_avx512 = {
     .mla_accumulate = mla_accumulate,
     .exp2_sum = exp2_sum,
     .mla_block_bf16 = mk_avx512_mla_block_bf16,
+    .argmax = argmax,
     .int8_peak_loop = mk_avx512_int8_peak_loop,
 };

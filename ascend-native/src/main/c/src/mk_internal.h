@@ -147,6 +147,8 @@ typedef struct mk_isa {
    * scores and weights never leave registers and a block costs no per-head bookkeeping calls. */
   void (*mla_block_bf16)(int32_t *m, float *l, float *o, int64_t ldo, const uint16_t *q, int64_t ldq, int64_t hn,
                          const uint16_t *const *rows, int64_t count, int64_t width, int64_t rank, float scale);
+  /* mk_argmax_rows of one row (d >= 1): the lowest index of the largest value, -1 for a NaN, +inf or only -inf. */
+  int32_t (*argmax)(const float *x, int64_t d);
   /* Register-only VPDPBUSD (or portable stand-in) loop: returns int8 ops done. */
   double (*int8_peak_loop)(int64_t iterations);
 } mk_isa;

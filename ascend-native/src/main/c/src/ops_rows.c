@@ -183,3 +183,24 @@ MK_EXPORT int32_t mk_scatter_add(mk_context *ctx, float *out, int64_t ldo, int64
   for (int64_t i = 0; i < r; i++) ctx->isa->axpy(out + rows[i] * ldo, weights[i], y + i * ldy, d);
   return MK_OK;
 }
+
+/* ---- argmax_rows ---- */
+typedef struct {
+  const mk_isa *isa;
+  int32_t *ids;
+  const float *x;
+  int64_t ldx, d;
+} argmax_job;
+
+static void argmax_range(void *raw, int64_t begin, int64_t end) {
+  argmax_job *j = raw;
+  for (int64_t t = begin; t < end; t++) j->ids[t] = j->isa->argmax(j->x + t * j->ldx, j->d);
+}
+
+MK_EXPORT int32_t mk_argmax_rows(mk_context *ctx, int32_t *ids, const float *x, int64_t ldx, int64_t n, int64_t d) {
+  if (ctx == NULL || ids == NULL || x == NULL) return MK_E_NULL;
+  if (n < 0 || d < 1 || d > INT32_MAX || ldx < d) return MK_E_SHAPE;
+  argmax_job j = {ctx->isa, ids, x, ldx, d};
+  mk_parallel_for(ctx, n, 1, n * d * 4, argmax_range, &j);
+  return MK_OK;
+}

@@ -118,6 +118,16 @@ static float exp2_sum(float *s, int64_t count, float m) {
   return sum;
 }
 
+static int32_t argmax(const float *x, int64_t d) {
+  int64_t best = 0;
+  float max = -INFINITY;
+  for (int64_t j = 0; j < d; j++) {
+    if (x[j] != x[j] || x[j] == INFINITY) return -1;
+    if (x[j] > max) max = x[j], best = j;
+  }
+  return max == -INFINITY ? -1 : (int32_t)best;
+}
+
 static double int8_peak_loop(int64_t iterations) {
   /* Eight independent chains of 4-wide byte dot products, as a scalar machine would run them. */
   volatile int32_t seed = 3;
@@ -144,5 +154,6 @@ const mk_isa mk_isa_portable = {
     .mla_scores = mla_scores,
     .mla_accumulate = mla_accumulate,
     .exp2_sum = exp2_sum,
+    .argmax = argmax,
     .int8_peak_loop = int8_peak_loop,
 };

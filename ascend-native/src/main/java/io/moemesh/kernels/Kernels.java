@@ -143,4 +143,11 @@ public interface Kernels extends AutoCloseable {
 
   /** Elementwise dtype conversion F32 → BF16 (round to nearest even) or BF16 → F32. Same shape. */
   void convert(Tensor out, Tensor in);
+
+  /**
+   * Greedy sampling, row by row: {@code ids[t]} = the lowest index of the largest value of row t, or -1 when the row
+   * holds a NaN or +∞, or only -∞ (no token can be picked; the sampler says which entry is wrong). ids I32 (n);
+   * x F32 (n, d), d ≥ 1. Exact: every backend picks the same index.
+   */
+  void argmaxRows(Tensor ids, Tensor x);
 }

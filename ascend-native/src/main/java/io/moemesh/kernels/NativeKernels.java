@@ -238,6 +238,12 @@ public final class NativeKernels extends ValidatingKernels implements AutoClosea
         out.rowStride(), in.segment(), in.dtype().code(), in.rowStride(), in.numRows(), (long) in.rowLength()), out, in);
   }
 
+  @Override
+  protected void doArgmaxRows(Tensor ids, Tensor x) {
+    call("argmaxRows", ctx -> (int) NativeOps.ARGMAX_ROWS.invokeExact(ctx, ids.segment(), x.segment(), x.rowStride(),
+        x.numRows(), (long) x.rowLength()), ids, x);
+  }
+
   // ---- plumbing ---------------------------------------------------------------------------------------------
 
   @FunctionalInterface

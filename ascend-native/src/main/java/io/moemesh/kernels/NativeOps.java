@@ -52,6 +52,7 @@ final class NativeOps {
       JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_LONG);
   static final MethodHandle SCATTER_ADD = op("mk_scatter_add", ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS, JAVA_LONG,
       ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG);
+  static final MethodHandle ARGMAX_ROWS = op("mk_argmax_rows", ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG);
   static final MethodHandle CONVERT = op("mk_convert", ADDRESS, JAVA_INT, JAVA_LONG, ADDRESS, JAVA_INT, JAVA_LONG,
       JAVA_LONG, JAVA_LONG);
 

@@ -176,6 +176,11 @@ public final class ProfilingKernels implements Kernels {
   }
 
   @Override
+  public void argmaxRows(Tensor ids, Tensor x) {
+    time("argmaxRows", () -> inner.argmaxRows(ids, x));
+  }
+
+  @Override
   public void convert(Tensor out, Tensor in) {
     time(() -> new Key("convert", null, in.dtype()), () -> inner.convert(out, in));
   }

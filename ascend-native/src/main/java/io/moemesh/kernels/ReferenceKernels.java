@@ -267,6 +267,25 @@ public final class ReferenceKernels extends ValidatingKernels {
     }
   }
 
+  @Override
+  protected void doArgmaxRows(Tensor ids, Tensor x) {
+    for (long r = 0; r < x.numRows(); r++) ids.setInt(r, argmax(row(x, r)));
+  }
+
+  /** The first index whose value beats every earlier one (ties: the lowest); -1 for a NaN, +∞ or only -∞. */
+  static int argmax(float[] v) {
+    int best = -1;
+    float max = Float.NEGATIVE_INFINITY;
+    for (int j = 0; j < v.length; j++) {
+      if (Float.isNaN(v[j]) || v[j] == Float.POSITIVE_INFINITY) return -1;
+      if (v[j] > max) {
+        max = v[j];
+        best = j;
+      }
+    }
+    return best;
+  }
+
   /** F32 → BF16 rounds to nearest even ({@link BFloat16#fromFloat}); BF16 → F32 is exact. */
   @Override
   protected void doConvert(Tensor out, Tensor in) {

@@ -54,7 +54,11 @@ public final class Tensor {
   public boolean isAlive() { return segment.scope().isAlive(); }
 
   /** Number of rows when the tensor is read as a matrix (all leading dimensions collapsed). */
-  public long numRows() { return shape.length == 0 ? 1 : numElements() / shape[shape.length - 1]; }
+  public long numRows() {
+    long rows = 1; // the leading dimensions' product, also when rows are empty
+    for (int i = 0; i < shape.length - 1; i++) rows *= shape[i];
+    return rows;
+  }
 
   /** Elements per row (the last dimension). */
   public int rowLength() { return shape.length == 0 ? 1 : shape[shape.length - 1]; }

@@ -206,6 +206,14 @@ public abstract class ValidatingKernels implements Kernels {
     doConvert(out, in);
   }
 
+  @Override
+  public final void argmaxRows(Tensor ids, Tensor x) {
+    var c = new Check("argmaxRows", ids, x);
+    c.dtype(ids, "ids", I32).dtype(x, "x", F32).elements(ids, x.numRows());
+    if (x.rowLength() < 1) c.fail("rows must hold at least one value");
+    doArgmaxRows(ids, x);
+  }
+
   protected abstract void doMatmul(Tensor out, Tensor x, Tensor w);
 
   protected abstract void doMatmulHeads(Tensor out, Tensor x, Tensor w);
@@ -239,6 +247,8 @@ public abstract class ValidatingKernels implements Kernels {
   protected abstract void doScatterAdd(Tensor out, Tensor y, Tensor rows, Tensor weights);
 
   protected abstract void doConvert(Tensor out, Tensor in);
+
+  protected abstract void doArgmaxRows(Tensor ids, Tensor x);
 
   static long ceilDiv(long a, long b) {
     return (a + b - 1) / b;

@@ -129,6 +129,7 @@ abstract class KernelsContract {
   @Nested class SiluMul extends Fixture implements RowOpsContract.SiluMul {}
   @Nested class Add extends Fixture implements RowOpsContract.Add {}
   @Nested class Convert extends Fixture implements RowOpsContract.Convert {}
+  @Nested class ArgmaxRows extends Fixture implements RowOpsContract.ArgmaxRows {}
 
   @Nested class MoeGate extends Fixture implements RoutingContract.MoeGate {}
   @Nested class GatherQuantize extends Fixture implements RoutingContract.GatherQuantize {}

@@ -5,6 +5,7 @@ import static io.moemesh.kernels.ContractBase.rowsByLengthFrom;
 import static io.moemesh.kernels.ContractBase.seed;
 import static io.moemesh.kernels.DType.BF16;
 import static io.moemesh.kernels.DType.F32;
+import static io.moemesh.kernels.DType.I32;
 import static io.moemesh.kernels.TestTensors.assertBitEqual;
 import static io.moemesh.kernels.TestTensors.garbage;
 import static io.moemesh.kernels.TestTensors.int8;
@@ -25,9 +26,9 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * The contract of the row-wise ops — rmsNorm, rope, siluMul, add, convert — one interface per op, run as a
- * {@code @Nested} group of {@link KernelsContract}. add and convert must match the reference bit for bit; the
- * others within tolerance of |expected| (rope: of its pair's magnitude).
+ * The contract of the row-wise ops — rmsNorm, rope, siluMul, add, convert, argmaxRows — one interface per op, run
+ * as a {@code @Nested} group of {@link KernelsContract}. add, convert and argmaxRows must match the reference bit
+ * for bit; the others within tolerance of |expected| (rope: of its pair's magnitude).
  */
 final class RowOpsContract {
   private RowOpsContract() {}
@@ -257,6 +258,84 @@ final class RowOpsContract {
       Tensor[] in = inputs(random, 3, 8);
       check().rejected("add", k -> k.add(out, in[0], uniform(arena, random, F32, 1, 3, 9)), out);
       check().rejected("add", k -> k.add(out, uniform(arena, random, BF16, 1, 3, 8), in[1]), out);
+    }
+  }
+
+  interface ArgmaxRows extends ContractBase {
+    static Stream<Arguments> shapes() {
+      return rowsByLength();
+    }
+
+    static Call call() {
+      return (k, out, in) -> k.argmaxRows(out[0], in[0]);
+    }
+
+    /** Random rows whose largest value also appears once more, later, at a random place: a tie to break. */
+    private Tensor[] inputs(Random random, int n, int d) {
+      Tensor x = rowScaled(arena(), random, F32, n, d);
+      for (int t = 0; t < n && d > 1; t++) {
+        int best = 0;
+        for (int j = 1; j < d; j++) if (x.getFloat((long) t * d + j) > x.getFloat((long) t * d + best)) best = j;
+        if (best < d - 1) x.setFloat((long) t * d + best + 1 + random.nextInt(d - 1 - best), x.getFloat((long) t * d + best));
+      }
+      return new Tensor[] {x};
+    }
+
+    @ParameterizedTest(name = "({0}, {1})")
+    @MethodSource("shapes")
+    default void matchesReferenceBitForBit(int n, int d) {
+      check().exact("argmaxRows", call(), inputs(new Random(seed(n, d)), n, d), garbage(arena(), I32, n));
+    }
+
+    /**
+     * Row by row: ties to the lowest index, -0 equal to +0, -∞ a value like any other; a NaN or +∞ anywhere (first,
+     * in a full 16-lane chunk, in the tail) or a row of only -∞ gives -1, and the rows around it still get theirs.
+     */
+    @Test
+    default void breaksTiesLowAndGivesMinusOneForRowsWithoutAToken() {
+      float inf = Float.POSITIVE_INFINITY, nan = Float.NaN;
+      float[][] rows = {
+          {1, 3, 3, 2}, {-0f, 0f, -1, -0f}, {0f, -0f, -2, -3}, {-inf, -5, -inf, -5}, {7, -inf, -inf, -inf},
+          {nan, 1, 2, 3}, {1, 2, 3, inf}, {-inf, -inf, -inf, -inf}, {2, 1, nan, 9}, {-inf, inf, 0, 0}};
+      int[] expected = {1, 0, 0, 1, 0, -1, -1, -1, -1, -1};
+      int d = 37; // a full 16-lane chunk, then a tail: each case also sits at the end of a longer row
+      Tensor x = arena().allocate(F32, 2 * rows.length, d);
+      for (int r = 0; r < rows.length; r++) {
+        for (int j = 0; j < d; j++) {
+          x.setFloat((long) r * d + j, j < 4 ? rows[r][j] : Float.NEGATIVE_INFINITY);
+          x.setFloat((long) (rows.length + r) * d + j, j < d - 4 ? Float.NEGATIVE_INFINITY : rows[r][j - (d - 4)]);
+        }
+      }
+      Tensor ids = check().exact("argmaxRows", call(), new Tensor[] {x}, garbage(arena(), I32, 2 * rows.length))[0];
+      for (int r = 0; r < rows.length; r++) {
+        assertThat(ids.getInt(r)).as("row %d at the start", r).isEqualTo(expected[r]);
+        assertThat(ids.getInt(rows.length + r)).as("row %d at the end", r)
+            .isEqualTo(expected[r] < 0 ? -1 : d - 4 + expected[r]);
+      }
+    }
+
+    @Test
+    default void rowsAreIndependentOfTheBatch() {
+      Tensor[] in = inputs(new Random(61), 17, 300);
+      check().rowsIndependent("argmaxRows", (k, out, from, to) -> k.argmaxRows(out[0], in[0].rows(from, to)), 17,
+          garbage(arena(), I32, 17));
+    }
+
+    @Test
+    default void acceptsRowStridedViews() {
+      Tensor ids = garbage(arena(), I32, 5);
+      check().viewsAgree("argmaxRows", call(), inputs(new Random(62), 5, 67), new Tensor[] {ids}, ids);
+    }
+
+    @Test
+    default void rejectsWrongDtypesAndShapes() {
+      TensorArena arena = arena();
+      var random = new Random(63);
+      Tensor ids = garbage(arena, I32, 3);
+      check().rejected("argmaxRows", k -> k.argmaxRows(ids, uniform(arena, random, BF16, 1, 3, 8)), ids);
+      check().rejected("argmaxRows", k -> k.argmaxRows(ids, uniform(arena, random, F32, 1, 4, 8)), ids);
+      check().rejected("argmaxRows", k -> k.argmaxRows(garbage(arena, F32, 3), uniform(arena, random, F32, 1, 3, 8)));
+      check().rejected("argmaxRows", k -> k.argmaxRows(ids, arena.allocate(F32, 3, 0)), ids);
     }
   }
 

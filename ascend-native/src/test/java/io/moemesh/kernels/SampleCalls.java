@@ -66,6 +66,7 @@ final class SampleCalls {
     Tensor gScales = out.allocate(F32, 3);
     Tensor combined = TestTensors.uniform(out, random, F32, 1, 3, 8);
     Tensor converted = out.allocate(F32, 3, 8);
+    Tensor argmaxIds = out.allocate(DType.I32, 3);
     Tensor prefillOut = out.allocate(F32, 3, 2, 3);
     Tensor sum = out.allocate(F32, 3, 8);
     Tensor groupedOut = out.allocate(F32, 3, 5);
@@ -88,6 +89,7 @@ final class SampleCalls {
         new SampleCall("add", List.of(sum), k -> k.add(sum, x, x)),
         new SampleCall("gatherQuantize", List.of(gq, gScales), k -> k.gatherQuantize(gq, gScales, x, rows)),
         new SampleCall("scatterAdd", List.of(combined), k -> k.scatterAdd(combined, x, rows, rowWeights)),
-        new SampleCall("convert", List.of(converted), k -> k.convert(converted, xBf16)));
+        new SampleCall("convert", List.of(converted), k -> k.convert(converted, xBf16)),
+        new SampleCall("argmaxRows", List.of(argmaxIds), k -> k.argmaxRows(argmaxIds, x)));
   }
 }

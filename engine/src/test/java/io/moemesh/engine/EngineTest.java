@@ -129,6 +129,29 @@ class EngineTest {
   }
 
   @Nested
+  class GreedySampling {
+    /**
+     * Without an observer the greedy rows' tokens come from one argmaxRows call on the step's logits, not from the
+     * sampler on rows copied out: every token is the one the sampler picks (the observed run), in every precision.
+     */
+    @ParameterizedTest
+    @EnumSource(Precision.class)
+    void tokensFromTheKernelsArgmaxAreTheSamplers(Precision precision) throws Exception {
+      DeepseekModel model = TinyModel.model(precision);
+      List<GenerationRequest> requests = mixedRequests();
+      var kv = new KvCacheConfig(64, 8, true);
+      Run observed = run(model, ROOMY, kv, requests);
+      try (Engine engine = Engine.create(model, ROOMY, kv, null)) {
+        List<RequestStream> streams = engine.submitAll(requests);
+        for (RequestStream stream : streams) {
+          var c = stream.await(TIMEOUT);
+          assertThat(c.tokenIds()).as("tokens of %s", c.requestId()).isEqualTo(observed.tokens(c.requestId()));
+        }
+      }
+    }
+  }
+
+  @Nested
   class PrefixCache {
     @Test
     void aPromptReusingACachedPrefixGetsTheLogitsOfAColdRun() throws Exception {

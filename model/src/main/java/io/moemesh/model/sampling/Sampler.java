@@ -72,6 +72,15 @@ public final class Sampler {
   }
 
   /**
+   * Whether the next token is the raw logits' argmax, whatever the history: greedy, without penalties or logprobs.
+   * A caller holding that argmax (the kernels' {@code argmaxRows}, -1 for a row without a token) may take it for
+   * {@link #sample}'s token and skip copying the row out; the row's errors are {@link #sample}'s to report.
+   */
+  public boolean takesArgmax() {
+    return params.isGreedy() && !params.usesPenalties() && params.logprobs() == null;
+  }
+
+  /**
    * Samples the next token.
    *
    * @param logits one row of {@code (vocabSize)} logits; read, never written
