@@ -1,5 +1,7 @@
 package io.moemesh.bench;
 
+import static io.moemesh.bench.BenchOptions.positive;
+
 import io.moemesh.engine.cli.DemoModels;
 import io.moemesh.kernels.NativeKernels;
 import io.moemesh.kernels.ProfilingKernels;
@@ -12,6 +14,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Set;
 import java.util.SplittableRandom;
 
 /**
@@ -24,15 +27,35 @@ import java.util.SplittableRandom;
 public final class ModelBench {
   private ModelBench() {}
 
+  static final String USAGE = """
+      usage: bin/moemesh bench model [--model DIR] [--precision exact|bf16|int8] [--prompt-len P] [--decode-tokens N]
+                                     [--profile] [--json FILE]
+        One request alone, at 1 and 2 threads: prefill of a P-token prompt, then N decode steps, each against the
+        memory roofline (triad bandwidth measured in the same run). --profile: where a decode step's time goes, per
+        kernel op. Defaults: the bench demo model, int8, P = 512, N = 64.""";
+
+  record Settings(Path dir, Precision precision, int promptLength, int decodeSteps, String json, boolean profile) {
+    static Settings of(BenchOptions o) {
+      String model = o.value("--model", null);
+      return new Settings(model != null ? Path.of(model) : null, Precision.parse(o.value("--precision", "int8")),
+          positive("--prompt-len", o.value("--prompt-len", "512")), positive("--decode-tokens", o.value("--decode-tokens", "64")),
+          o.value("--json", null), o.flag("--profile"));
+    }
+  }
+
+  static final Set<String> VALUES = Set.of("--model", "--precision", "--prompt-len", "--decode-tokens", "--json");
+  static final Set<String> FLAGS = Set.of("--profile");
+
   public static void main(String[] argv) throws Exception {
-    var args = List.of(argv);
-    String model = option(args, "--model", null);
-    Precision precision = Precision.parse(option(args, "--precision", "int8"));
-    int promptLength = Integer.parseInt(option(args, "--prompt-len", "512"));
-    int decodeSteps = Integer.parseInt(option(args, "--decode-tokens", "64"));
-    String json = option(args, "--json", null);
-    boolean profile = args.contains("--profile");
-    Path dir = model != null ? Path.of(model) : DemoModels.ensure("bench");
+    BenchOptions.main("model", USAGE, argv, VALUES, FLAGS, Settings::of, ModelBench::benchmark);
+  }
+
+  static void benchmark(Settings s) throws Exception {
+    Precision precision = s.precision();
+    int promptLength = s.promptLength(), decodeSteps = s.decodeSteps();
+    String json = s.json();
+    boolean profile = s.profile();
+    Path dir = s.dir() != null ? s.dir() : DemoModels.ensure("bench");
 
     var progress = new Progress();
     List<Measurement> results = new ArrayList<>();
@@ -113,12 +136,5 @@ public final class ModelBench {
       Arrays.sort(stepSeconds);
       return new Run(prefill, 1 / stepSeconds[steps / 2], total);
     }
-  }
-
-  private static String option(List<String> args, String name, String fallback) {
-    int at = args.indexOf(name);
-    if (at < 0) return fallback;
-    if (at + 1 >= args.size()) throw new IllegalArgumentException(name + " needs a value");
-    return args.get(at + 1);
   }
 }

@@ -1,5 +1,8 @@
 package io.moemesh.bench;
 
+import static io.moemesh.bench.BenchOptions.nonNegative;
+import static io.moemesh.bench.BenchOptions.positive;
+
 import io.moemesh.engine.DeepseekRunner;
 import io.moemesh.engine.EngineCore;
 import io.moemesh.engine.GenerationRequest;
@@ -24,6 +27,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Set;
 import java.util.SplittableRandom;
 
 /**
@@ -42,20 +46,48 @@ public final class ThroughputBench {
 
   private ThroughputBench() {}
 
+  static final String USAGE = """
+      usage: bin/moemesh bench throughput [--model DIR] [--precision exact|bf16|int8] [--batch B1,B2,...]
+                                          [--input-len I] [--output-len O] [--threads T] [--micro-batch-threshold M]
+                                          [--profile] [--json FILE]
+        B requests of I prompt tokens and O output tokens through the engine at once, for each batch size B:
+        prefill and decode tokens/s, time per output token, and decode against the memory roofline of its steps
+        (triad bandwidth measured in the same run). --profile: where a full-batch decode step's time goes, per
+        kernel op. Defaults: the bench demo model, int8, B = 1,8,32,64, I = 512, O = 128, T = every core, M = the
+        engine's (never split).""";
+
+  record Settings(Path dir, Precision precision, int[] batches, int inputLen, int outputLen, int threads, String json,
+      boolean profile, int microBatchThreshold) {
+    static Settings of(BenchOptions o) {
+      String model = o.value("--model", null);
+      Precision precision = Precision.parse(o.value("--precision", "int8"));
+      int[] batches = Arrays.stream(o.value("--batch", "1,8,32,64").split(",")).mapToInt(s -> positive("--batch", s)).toArray();
+      int inputLen = positive("--input-len", o.value("--input-len", "512"));
+      int outputLen = positive("--output-len", o.value("--output-len", "128"));
+      if (outputLen < 2) throw new IllegalArgumentException("--output-len must be at least 2 (decode needs a second token)");
+      int threads = positive("--threads", o.value("--threads", String.valueOf(Runtime.getRuntime().availableProcessors())));
+      int microBatchThreshold = nonNegative("--micro-batch-threshold",
+          o.value("--micro-batch-threshold", String.valueOf(DeepseekRunner.DEFAULT_MICRO_BATCH_THRESHOLD)));
+      return new Settings(model != null ? Path.of(model) : null, precision, batches, inputLen, outputLen, threads,
+          o.value("--json", null), o.flag("--profile"), microBatchThreshold);
+    }
+  }
+
+  static final Set<String> VALUES = Set.of("--model", "--precision", "--batch", "--input-len", "--output-len", "--threads",
+      "--json", "--micro-batch-threshold");
+  static final Set<String> FLAGS = Set.of("--profile");
+
   public static void main(String[] argv) throws Exception {
-    var args = List.of(argv);
-    String model = option(args, "--model", null);
-    Precision precision = Precision.parse(option(args, "--precision", "int8"));
-    int[] batches = Arrays.stream(option(args, "--batch", "1,8,32,64").split(",")).mapToInt(s -> positive("--batch", s)).toArray();
-    int inputLen = positive("--input-len", option(args, "--input-len", "512"));
-    int outputLen = positive("--output-len", option(args, "--output-len", "128"));
-    int threads = positive("--threads", option(args, "--threads", String.valueOf(Runtime.getRuntime().availableProcessors())));
-    String json = option(args, "--json", null);
-    boolean profile = args.contains("--profile");
-    int microBatchThreshold = nonNegative("--micro-batch-threshold",
-        option(args, "--micro-batch-threshold", String.valueOf(DeepseekRunner.DEFAULT_MICRO_BATCH_THRESHOLD)));
-    Path dir = model != null ? Path.of(model) : DemoModels.ensure("bench");
-    if (outputLen < 2) throw new IllegalArgumentException("--output-len must be at least 2 (decode needs a second token)");
+    BenchOptions.main("throughput", USAGE, argv, VALUES, FLAGS, Settings::of, ThroughputBench::benchmark);
+  }
+
+  static void benchmark(Settings s) throws Exception {
+    Precision precision = s.precision();
+    int[] batches = s.batches();
+    int inputLen = s.inputLen(), outputLen = s.outputLen(), threads = s.threads(), microBatchThreshold = s.microBatchThreshold();
+    String json = s.json();
+    boolean profile = s.profile();
+    Path dir = s.dir() != null ? s.dir() : DemoModels.ensure("bench");
 
     var progress = new Progress();
     List<Measurement> results = new ArrayList<>();
@@ -189,32 +221,5 @@ public final class ThroughputBench {
     long meanBytes() {
       return bytes / Math.max(1, stepSeconds.size());
     }
-  }
-
-  private static int positive(String name, String value) {
-    try {
-      int v = Integer.parseInt(value.trim());
-      if (v < 1) throw new IllegalArgumentException(name + " must be at least 1, got " + v);
-      return v;
-    } catch (NumberFormatException e) {
-      throw new IllegalArgumentException(name + " must be a positive integer, got '" + value + "'");
-    }
-  }
-
-  private static int nonNegative(String name, String value) {
-    try {
-      int v = Integer.parseInt(value.trim());
-      if (v < 0) throw new IllegalArgumentException(name + " must be at least 0, got " + v);
-      return v;
-    } catch (NumberFormatException e) {
-      throw new IllegalArgumentException(name + " must be a non-negative integer, got '" + value + "'");
-    }
-  }
-
-  private static String option(List<String> args, String name, String fallback) {
-    int at = args.indexOf(name);
-    if (at < 0) return fallback;
-    if (at + 1 >= args.size()) throw new IllegalArgumentException(name + " needs a value");
-    return args.get(at + 1);
   }
 }
