@@ -171,9 +171,9 @@ INLINE __m512 scale_down_pow2_ps(__m512 v, int32_t delta) {
  * (lane 4h + r: head h, position 4·quad + r; positions past count at -inf). Each head's block max is the max of
  * its 16 lanes; its state moves with mk_mla_raise, as mla.c's online_softmax; the weights 2^(s - m) are the
  * lanes of exp2_ps, as its exp2_sum, and the denominators add the block's weights per head. Then 64 columns of o
- * for 4 heads live in 16 named registers while every row of the block goes by, so each row chunk is widened once
- * for 4 heads; fused multiply-adds in position order. A missing head of an edge tile uses the first head's query
- * and state, so it computes the first head's numbers; its state and sums are not stored. */
+ * for 4 heads live in 16 named registers while the block's rows go by two at a time, each pair interleaved once
+ * for 4 heads, whose BF16 weights it meets in one VDPBF16PS per 16 columns. A missing head of an edge tile uses the
+ * first head's query and state, so it computes the first head's numbers; its state and sums are not stored. */
 void mk_avx512_mla_block_bf16(int32_t *m, float *l, float *o, int64_t ldo, const uint16_t *q, int64_t ldq, int64_t hn,
                               const uint16_t *const *rows, int64_t count, int64_t width, int64_t rank, float scale) {
   int64_t h1 = hn > 1 ? 1 : 0, h2 = hn > 2 ? 2 : 0, h3 = hn > 3 ? 3 : 0;
@@ -204,9 +204,9 @@ void mk_avx512_mla_block_bf16(int32_t *m, float *l, float *o, int64_t ldo, const
     hm[h] = m[head[h]], hl[h] = l[head[h]];
     delta[h] = mk_mla_raise(&hm[h], &hl[h], mk_mla_ceiling(tops[4 * h]));
   }
-  __m512 ms = _mm512_set_ps((float)hm[3], (float)hm[3], (float)hm[3], (float)hm[3], (float)hm[2], (float)hm[2], (float)hm[2],
-                            (float)hm[2], (float)hm[1], (float)hm[1], (float)hm[1], (float)hm[1], (float)hm[0], (float)hm[0],
-                            (float)hm[0], (float)hm[0]);
+  float quarters[16]; /* each head's running max in its quarter */
+  for (int i = 0; i < 16; i++) quarters[i] = (float)hm[i / 4];
+  __m512 ms = _mm512_loadu_ps(quarters);
   /* the weights as BF16, w[16·quad + 4h + r] for head h, position 4·quad + r: positions p, p + 1 (p even) of a head
    * are one 32-bit pair, as VDPBF16PS takes them */
   uint16_t w[64];

@@ -143,8 +143,9 @@ typedef struct mk_isa {
    * rows rows[p] (c_kv ‖ k_pe, width = rank + rope), count <= 16, for hn <= 4 heads whose running state is m[h],
    * l[h] and o[h*ldo + c] (c < rank): the scores s_p = (q_h · rows[p]) · scale (q BF16 rows of width, every product
    * exact, summed in F32), then the online softmax step of mla.c's online_softmax (the same m, the same scaling of
-   * o and l, the same weights 2^(s_p - m)), then o[h] += Σ_p weight_p · c_kv_p in position order. One call, so the
-   * scores and weights never leave registers and a block costs no per-head bookkeeping calls. */
+   * o and l, the same weights 2^(s_p - m)), then o[h] += Σ_p bf16(weight_p) · c_kv_p (a BF16 query weighs the values
+   * in BF16; products exact, summed in F32). One call, so the scores and weights never leave registers and a block
+   * costs no per-head bookkeeping calls. */
   void (*mla_block_bf16)(int32_t *m, float *l, float *o, int64_t ldo, const uint16_t *q, int64_t ldq, int64_t hn,
                          const uint16_t *const *rows, int64_t count, int64_t width, int64_t rank, float scale);
   /* mk_argmax_rows of one row (d >= 1): the lowest index of the largest value, -1 for a NaN, +inf or only -inf. */
