@@ -175,7 +175,7 @@ INLINE __m512 scale_down_pow2_ps(__m512 v, int32_t delta) {
  * for 4 heads, whose BF16 weights it meets in one VDPBF16PS per 16 columns. A missing head of an edge tile uses the
  * first head's query and state, so it computes the first head's numbers; its state and sums are not stored. */
 void mk_avx512_mla_block_bf16(int32_t *m, float *l, float *o, int64_t ldo, const uint16_t *q, int64_t ldq, int64_t hn,
-                              const uint16_t *const *rows, int64_t count, int64_t width, int64_t rank, float scale) {
+                              const void *const *rows, int64_t count, int64_t width, int64_t rank, float scale) {
   int64_t h1 = hn > 1 ? 1 : 0, h2 = hn > 2 ? 2 : 0, h3 = hn > 3 ? 3 : 0;
   const uint16_t *q0 = q, *q1 = q + h1 * ldq, *q2 = q + h2 * ldq, *q3 = q + h3 * ldq;
   __m512 s[4];
@@ -242,8 +242,8 @@ void mk_avx512_mla_block_bf16(int32_t *m, float *l, float *o, int64_t ldo, const
     a##h##2 = scale_down_pow2_ps(a##h##2, delta[h]), a##h##3 = scale_down_pow2_ps(a##h##3, delta[h]);
     LOAD_HEAD(0) LOAD_HEAD(1) LOAD_HEAD(2) LOAD_HEAD(3)
 #undef LOAD_HEAD
-    for (int64_t p = 0; p < count; p += 2) {
-      const uint16_t *ra = rows[p] + c, *rb = rows[p + 1 < count ? p + 1 : p] + c; /* a lone last row: weight 0 */
+    for (int64_t p = 0; p < count; p += 2) { /* a lone last row pairs with itself at weight 0 */
+      const uint16_t *ra = (const uint16_t *)rows[p] + c, *rb = (const uint16_t *)rows[p + 1 < count ? p + 1 : p] + c;
       __m512i ra01 = _mm512_maskz_loadu_epi16(k01, ra), ra23 = _mm512_maskz_loadu_epi16(k23, ra + 32);
       __m512i rb01 = _mm512_maskz_loadu_epi16(k01, rb), rb23 = _mm512_maskz_loadu_epi16(k23, rb + 32);
       __m512i v0 = _mm512_permutex2var_epi16(ra01, lo, rb01), v1 = _mm512_permutex2var_epi16(ra01, hi, rb01);

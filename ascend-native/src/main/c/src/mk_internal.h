@@ -147,7 +147,7 @@ typedef struct mk_isa {
    * in BF16; products exact, summed in F32). One call, so the scores and weights never leave registers and a block
    * costs no per-head bookkeeping calls. */
   void (*mla_block_bf16)(int32_t *m, float *l, float *o, int64_t ldo, const uint16_t *q, int64_t ldq, int64_t hn,
-                         const uint16_t *const *rows, int64_t count, int64_t width, int64_t rank, float scale);
+                         const void *const *rows, int64_t count, int64_t width, int64_t rank, float scale);
   /* mk_argmax_rows of one row (d >= 1): the lowest index of the largest value, -1 for a NaN, +inf or only -inf. */
   int32_t (*argmax)(const float *x, int64_t d);
   /* Register-only VPDPBUSD (or portable stand-in) loop: returns int8 ops done. */
@@ -161,7 +161,7 @@ extern const mk_isa mk_isa_avx512;
 void mk_avx512_matmul_bf16_tile(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, const uint16_t *w,
                                 int64_t ldw, int64_t mr, int64_t nr, int64_t k);
 void mk_avx512_mla_block_bf16(int32_t *m, float *l, float *o, int64_t ldo, const uint16_t *q, int64_t ldq, int64_t hn,
-                              const uint16_t *const *rows, int64_t count, int64_t width, int64_t rank, float scale);
+                              const void *const *rows, int64_t count, int64_t width, int64_t rank, float scale);
 /* VPDPBUSD tiles (avx512_int8.c): mk_isa_avx512's dot_u8i8_tile, gemm_u8i8_tile and int8_peak_loop. */
 void mk_avx512_dot_u8i8_tile(int32_t *acc, int32_t *wsum, const uint8_t *xu, int64_t ldx, const int8_t *w, int64_t ldw,
                              int64_t mr, int64_t nr, int64_t k);

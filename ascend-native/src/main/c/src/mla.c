@@ -46,12 +46,6 @@ typedef struct {
   float *part_l, *part_o;
 } mla_job;
 
-static const void *kv_row(const mla_job *j, int64_t t, int64_t pos) {
-  int64_t page = j->block_table[t * j->ldb + pos / j->page_size];
-  int64_t offset = (page * j->page_size + pos % j->page_size) * (j->rank + j->rope);
-  return (const char *)j->pages + (size_t)offset * (j->pages_bf16 ? 2 : 4);
-}
-
 /* AMLA's online softmax over one block's scores s[0:count] of one head (m, l, o its running state): the max
  * moves up to an integer, what was summed is scaled by 2^-Δ, and s becomes the block's weights 2^(s - m). */
 static void online_softmax(const mk_isa *isa, int32_t *m, float *l, float *o, float *s, int64_t count, int64_t rank) {
@@ -64,14 +58,14 @@ static void online_softmax(const mk_isa *isa, int32_t *m, float *l, float *o, fl
   *l += isa->exp2_sum(s, count, (float)*m); /* the weights, <= 1 */
 }
 
-/* rows[i] = the BF16 latent row of position begin + i of row t, for i < count: one division, then page by page. */
-static void kv_rows_bf16(const mla_job *j, int64_t t, int64_t begin, int64_t count, const uint16_t **rows) {
-  int64_t width = j->rank + j->rope, block = begin / j->page_size, in_page = begin % j->page_size;
-  const uint16_t *pages = j->pages, *page = pages + (size_t)(j->block_table[t * j->ldb + block] * j->page_size * width);
+/* rows[i] = the latent row of position begin + i of row t, for i < count: one division, then page by page. */
+static void kv_rows(const mla_job *j, int64_t t, int64_t begin, int64_t count, const void **rows) {
+  size_t row_bytes = (size_t)(j->rank + j->rope) * (j->pages_bf16 ? 2 : 4), page_bytes = (size_t)j->page_size * row_bytes;
+  int64_t block = begin / j->page_size, in_page = begin % j->page_size;
+  const char *pages = j->pages, *page = pages + (size_t)j->block_table[t * j->ldb + block] * page_bytes;
   for (int64_t i = 0; i < count; i++, in_page++) {
-    if (in_page == j->page_size)
-      in_page = 0, page = pages + (size_t)(j->block_table[t * j->ldb + ++block] * j->page_size * width);
-    rows[i] = page + in_page * width;
+    if (in_page == j->page_size) in_page = 0, page = pages + (size_t)j->block_table[t * j->ldb + ++block] * page_bytes;
+    rows[i] = page + (size_t)in_page * row_bytes;
   }
 }
 
@@ -79,14 +73,14 @@ static void kv_rows_bf16(const mla_job *j, int64_t t, int64_t begin, int64_t cou
 static void mla_block_bf16(const mla_job *j, int64_t t, int64_t h_begin, int64_t h_end, int64_t begin, int64_t end,
                            int32_t *m, float *l, float *o) {
   int64_t width = j->rank + j->rope;
-  const uint16_t *rows[BLOCK], *ahead[BLOCK];
+  const void *rows[BLOCK], *ahead[BLOCK];
   for (int64_t b = begin; b < end; b += BLOCK) {
     int64_t count = end - b < BLOCK ? end - b : BLOCK;
-    kv_rows_bf16(j, t, b, count, rows);
+    kv_rows(j, t, b, count, rows);
     /* the rows two blocks ahead, so the scores do not wait for memory (a page's rows are contiguous, pages are
      * not), spread over the block's calls: ~150 prefetches at once stalled on the misses in flight (1.1x) */
     int64_t next = b + 2 * BLOCK, next_count = end - next < BLOCK ? end - next : BLOCK;
-    if (next_count > 0) kv_rows_bf16(j, t, next, next_count, ahead);
+    if (next_count > 0) kv_rows(j, t, next, next_count, ahead);
     int64_t calls = (h_end - h_begin + 3) / 4, call = 0;
     for (int64_t h = h_begin; h < h_end; h += 4, call++) {
       for (int64_t p = next_count * call / calls; p < next_count * (call + 1) / calls; p++)
@@ -113,10 +107,12 @@ static void mla_item(const mla_job *j, int64_t unit, float *kv, float *s) {
     mla_block_bf16(j, t, h_begin, h_end, begin, end, m, l, o);
     return;
   }
+  const void *rows[BLOCK];
   for (int64_t b = begin; b < end; b += BLOCK) {
     int64_t count = end - b < BLOCK ? end - b : BLOCK;
+    kv_rows(j, t, b, count, rows);
     for (int64_t p = 0; p < count; p++) {
-      const void *row = kv_row(j, t, b + p);
+      const void *row = rows[p];
       if (j->pages_bf16) for (int64_t c = 0; c < width; c++) kv[p * width + c] = mk_bf16_to_f32(((const uint16_t *)row)[c]);
       else memcpy(kv + p * width, row, sizeof(float) * (size_t)width);
     }
