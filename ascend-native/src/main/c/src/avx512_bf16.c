@@ -61,17 +61,11 @@ INLINE void tile_bf16(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, c
     for (int o = 0; o < NR; o++) out[t * ldo + o] = hsum16(acc[t][o]);
 }
 
-/* The GEMM tile, 4 activation rows x 4 weight rows: per 32-element chunk 4 + 4 loads feed 16 VDPBF16PS. The same
- * chains as tile_bf16(4, 4), with 16 named accumulators: GCC moved an array of them through spare registers
- * every step. */
-static void gemm_bf16_4x4(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, const uint16_t *w, int64_t ldw,
-                          int64_t k) {
-#define Z(t, o) __m512 c##t##o = _mm512_setzero_ps();
-#define ROW(t) Z(t, 0) Z(t, 1) Z(t, 2) Z(t, 3)
-  ROW(0) ROW(1) ROW(2) ROW(3)
-#undef ROW
-#undef Z
-#define DOT(o, LOAD)                                                                                         \
+/* The GEMM tiles, 4 activation rows x 4 or 6 weight rows: per 32-element chunk 4 + NR loads feed 4·NR VDPBF16PS. The
+ * same chains as tile_bf16(4, NR), in named accumulators (GCC moved an array of them through spare registers every
+ * step). 6 weight rows give 24 chains: with 16, the dot products' latency held the loop to ~2.7 a cycle where the
+ * core issues ~3. */
+#define BF16_DOT(o, LOAD)                                                                                    \
   do {                                                                                                       \
     __m512i wv = LOAD(w + o * ldw + j);                                                                      \
     c0##o = dpbf16(c0##o, x0, wv);                                                                           \
@@ -79,29 +73,60 @@ static void gemm_bf16_4x4(float *out, int64_t ldo, const uint16_t *x, int64_t ld
     c2##o = dpbf16(c2##o, x2, wv);                                                                           \
     c3##o = dpbf16(c3##o, x3, wv);                                                                           \
   } while (0)
+#define BF16_X(LOAD) \
+  __m512i x0 = LOAD(x + j), x1 = LOAD(x + ldx + j), x2 = LOAD(x + 2 * ldx + j), x3 = LOAD(x + 3 * ldx + j)
+#define BF16_ZERO(o) __m512 c0##o = _mm512_setzero_ps(), c1##o = c0##o, c2##o = c0##o, c3##o = c0##o;
+#define BF16_FULL(p) _mm512_loadu_si512(p)
+#define BF16_TAIL(p) _mm512_maskz_loadu_epi16(tail, p)
+/* Runs STEP over k: full chunks with plain loads, then the masked tail (no mask in the hot loop). */
+#define BF16_K_LOOP(STEP)                                                                                    \
+  int64_t j = 0;                                                                                             \
+  for (; j + 32 <= k; j += 32) STEP(BF16_FULL);                                                              \
+  if (j < k) {                                                                                               \
+    __mmask32 tail = mask32(k - j);                                                                          \
+    STEP(BF16_TAIL);                                                                                         \
+  }
+
+/* Stores lane 4t + o of sums, t < 4 and o < nr, at out[t * ldo + o]. */
+INLINE void store_4xnr(float *out, int64_t ldo, __m512 sums, int nr) {
+  __mmask8 cols = (__mmask8)((1u << nr) - 1);
+  for (int t = 0; t < 4; t++) _mm_mask_storeu_ps(out + t * ldo, cols, _mm512_extractf32x4_ps(sums, t));
+}
+
+static void gemm_bf16_4x4(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, const uint16_t *w, int64_t ldw,
+                          int64_t k) {
+  BF16_ZERO(0) BF16_ZERO(1) BF16_ZERO(2) BF16_ZERO(3)
 #define STEP(LOAD)                                                                                           \
   do {                                                                                                       \
-    __m512i x0 = LOAD(x + j), x1 = LOAD(x + ldx + j), x2 = LOAD(x + 2 * ldx + j), x3 = LOAD(x + 3 * ldx + j); \
-    DOT(0, LOAD); DOT(1, LOAD); DOT(2, LOAD); DOT(3, LOAD);                                                  \
+    BF16_X(LOAD);                                                                                            \
+    BF16_DOT(0, LOAD); BF16_DOT(1, LOAD); BF16_DOT(2, LOAD); BF16_DOT(3, LOAD);                              \
   } while (0)
-#define FULL(p) _mm512_loadu_si512(p)
-#define TAIL(p) _mm512_maskz_loadu_epi16(tail, p)
-  int64_t j = 0;
-  for (; j + 32 <= k; j += 32) STEP(FULL);
-  if (j < k) {
-    __mmask32 tail = mask32(k - j);
-    STEP(TAIL);
-  }
-#undef TAIL
-#undef FULL
+  BF16_K_LOOP(STEP)
 #undef STEP
-#undef DOT
-  __m512 sums = hsum16x16(c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33);
-  _mm_storeu_ps(out, _mm512_extractf32x4_ps(sums, 0));
-  _mm_storeu_ps(out + ldo, _mm512_extractf32x4_ps(sums, 1));
-  _mm_storeu_ps(out + 2 * ldo, _mm512_extractf32x4_ps(sums, 2));
-  _mm_storeu_ps(out + 3 * ldo, _mm512_extractf32x4_ps(sums, 3));
+  store_4xnr(out, ldo, hsum16x16(c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33), 4);
 }
+
+static void gemm_bf16_4x6(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, const uint16_t *w, int64_t ldw,
+                          int64_t k) {
+  BF16_ZERO(0) BF16_ZERO(1) BF16_ZERO(2) BF16_ZERO(3) BF16_ZERO(4) BF16_ZERO(5)
+#define STEP(LOAD)                                                                                           \
+  do {                                                                                                       \
+    BF16_X(LOAD);                                                                                            \
+    BF16_DOT(0, LOAD); BF16_DOT(1, LOAD); BF16_DOT(2, LOAD); BF16_DOT(3, LOAD); BF16_DOT(4, LOAD);           \
+    BF16_DOT(5, LOAD);                                                                                       \
+  } while (0)
+  BF16_K_LOOP(STEP)
+#undef STEP
+  store_4xnr(out, ldo, hsum16x16(c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33), 4);
+  /* columns 4 and 5 through the same tree, each pair of chains twice */
+  store_4xnr(out + 4, ldo, hsum16x16(c04, c05, c04, c05, c14, c15, c14, c15, c24, c25, c24, c25, c34, c35, c34, c35), 2);
+}
+#undef BF16_K_LOOP
+#undef BF16_TAIL
+#undef BF16_FULL
+#undef BF16_ZERO
+#undef BF16_X
+#undef BF16_DOT
 
 /* mk_isa.matmul_bf16_tile of the AVX-512 table (declared in mk_internal.h). Every shape up to 4 x 4 gets its own
  * unrolled tile: (4, 4) is the GEMM tile, (n, 1) for n < 4 the GEMV's one-weight-row stream, the rest edges. */
@@ -112,6 +137,7 @@ void mk_avx512_matmul_bf16_tile(float *out, int64_t ldo, const uint16_t *x, int6
 #define ROW(M) SHAPE(M, 1) SHAPE(M, 2) SHAPE(M, 3) SHAPE(M, 4)
   switch (mr * 8 + nr) {
     case 4 * 8 + 4: gemm_bf16_4x4(out, ldo, x, ldx, w, ldw, k); return;
+    case 4 * 8 + 6: gemm_bf16_4x6(out, ldo, x, ldx, w, ldw, k); return;
     ROW(1) ROW(2) ROW(3) SHAPE(4, 1) SHAPE(4, 2) SHAPE(4, 3)
     default: /* larger tiles are split into 4 x 4 pieces: the same chains */
       for (int64_t t = 0; t < mr; t += 4)

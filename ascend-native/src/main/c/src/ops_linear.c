@@ -6,6 +6,7 @@
 
 
 #define TILE 4
+#define BF16_W_TILE 6 /* weight rows of a BF16 x BF16 GEMM tile (4 x 6: 24 chains, see avx512_bf16.c) */
 #define X_BLOCK 128 /* activation rows kept hot in L2 while all weight rows stream past */
 /* Below this many activation rows (decode), weight rows are read one at a time: a single sequential stream
  * is what the hardware prefetcher follows best; interleaving a few rows' streams halved the bandwidth. */
@@ -40,12 +41,12 @@ static void prefetch_rows(const char *w, size_t ld_bytes, int64_t rows, size_t r
 static void matmul_range(void *raw, int64_t o_begin, int64_t o_end) {
   matmul_job *j = raw;
   size_t xsize = j->x_bf16 ? 2 : 4, wsize = j->w_bf16 ? 2 : 4;
-  int64_t tile = j->n < GEMV_ROWS && (size_t)j->k * wsize > GEMV_SHORT_ROW ? 1 : TILE;
+  int64_t tile = j->n < GEMV_ROWS && (size_t)j->k * wsize > GEMV_SHORT_ROW ? 1 : j->x_bf16 ? BF16_W_TILE : TILE;
   for (int64_t t0 = 0; t0 < j->n; t0 += X_BLOCK) {
     int64_t t_end = t0 + X_BLOCK < j->n ? t0 + X_BLOCK : j->n, x_tiles = (t_end - t0 + TILE - 1) / TILE;
     for (int64_t o = o_begin; o < o_end; o += tile) {
       int64_t nr = o_end - o < tile ? o_end - o : tile;
-      int64_t next_nr = tile == TILE && o_end - (o + nr) > 0 ? (o_end - (o + nr) < tile ? o_end - (o + nr) : tile) : 0;
+      int64_t next_nr = tile > 1 && o_end - (o + nr) > 0 ? (o_end - (o + nr) < tile ? o_end - (o + nr) : tile) : 0;
       const void *w = (const char *)j->w + (size_t)(o * j->ldw) * wsize;
       for (int64_t t = t0; t < t_end; t += TILE) {
         int64_t mr = t_end - t < TILE ? t_end - t : TILE;

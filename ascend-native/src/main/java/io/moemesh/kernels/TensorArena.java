@@ -13,17 +13,27 @@ public final class TensorArena implements AutoCloseable {
   /** Alignment of every allocation, in bytes. */
   public static final int ALIGNMENT = 64;
 
-  private final Arena arena; // null for a workspace
-  private final Workspace workspace; // null for an ordinary arena
+  private final Arena arena; // null for a workspace or weights
+  private final Workspace workspace; // null but for a workspace
+  private final HugePageChunks weights; // null but for weights
 
-  private TensorArena(Arena arena, Workspace workspace) {
+  private TensorArena(Arena arena, Workspace workspace, HugePageChunks weights) {
     this.arena = arena;
     this.workspace = workspace;
+    this.weights = weights;
   }
 
   /** An arena whose memory is freed by {@link #close()}. */
   public static TensorArena open() {
-    return new TensorArena(Arena.ofShared(), null);
+    return new TensorArena(Arena.ofShared(), null, null);
+  }
+
+  /**
+   * An arena for a model's weights, which every decode step streams through: as {@link #open()}, but its memory
+   * comes in 2 MiB-aligned chunks that Linux backs with transparent huge pages where it can (see HugePageChunks).
+   */
+  public static TensorArena forWeights() {
+    return new TensorArena(null, null, new HugePageChunks());
   }
 
   /**
@@ -31,7 +41,7 @@ public final class TensorArena implements AutoCloseable {
    * and its tensors may be touched from Java only by the thread that opened it (kernels may use any thread).
    */
   public static TensorArena confined() {
-    return new TensorArena(Arena.ofConfined(), null);
+    return new TensorArena(Arena.ofConfined(), null, null);
   }
 
   /**
@@ -41,7 +51,7 @@ public final class TensorArena implements AutoCloseable {
    * reused): a workspace is for one step's temporaries, used by one thread.
    */
   public static TensorArena workspace() {
-    return new TensorArena(null, new Workspace());
+    return new TensorArena(null, new Workspace(), null);
   }
 
   /** Rewinds a {@link #workspace()}: everything it handed out is dead from now on. */
@@ -85,7 +95,9 @@ public final class TensorArena implements AutoCloseable {
 
   private Tensor allocate(DType dtype, int[] shape, boolean zeroed) {
     long bytes = Math.max(Tensor.numElements(shape) * dtype.byteSize(), 1);
-    MemorySegment segment = workspace != null ? workspace.take(bytes, zeroed) : arena.allocate(bytes, ALIGNMENT);
+    MemorySegment segment = workspace != null ? workspace.take(bytes, zeroed)
+        : weights != null ? weights.take(bytes)
+        : arena.allocate(bytes, ALIGNMENT);
     return Tensor.contiguous(segment, dtype, shape);
   }
 
@@ -108,6 +120,7 @@ public final class TensorArena implements AutoCloseable {
   @Override
   public void close() {
     if (workspace != null) workspace.close();
+    else if (weights != null) weights.close();
     else arena.close();
   }
 
