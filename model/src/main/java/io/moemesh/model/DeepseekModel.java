@@ -256,15 +256,15 @@ public final class DeepseekModel implements AutoCloseable {
   }
 
   /**
-   * Bytes of the weights every step reads whatever its tokens are routed to: an embedding row, every layer's
-   * attention and norms, its dense MLP or its gate and shared experts, the final norm and the head. A step's
+   * Bytes of the weights every decode step reads whatever its tokens are routed to: an embedding row, every layer's
+   * attention in its decode form ({@link Mla#decodeWeightBytes}) and norms, its dense MLP or its gate and shared experts, the final norm and the head. A step's
    * weight traffic is this plus, per MoE layer, the distinct routed experts its tokens pick
    * ({@link LocalExperts#routedExpertBytes}). MTP layers are not counted.
    */
   public long denseWeightBytes() {
     long bytes = (long) embed.dim(1) * embed.dtype().byteSize() + norm.numElements() * 4 + head.bytes();
     for (DecoderLayer layer : layers) {
-      bytes += layer.attention().weightBytes() + 2L * layer.attnNorm().numElements() * 4;
+      bytes += layer.attention().decodeWeightBytes() + 2L * layer.attnNorm().numElements() * 4;
       if (layer.dense() != null) bytes += layer.dense().bytes();
       else bytes += layer.moe().gateBytes() + localExperts.sharedBytes(layer.moe().layerId());
     }

@@ -179,8 +179,12 @@ public final class Mla {
     return converted;
   }
 
-  public long weightBytes() {
-    long bytes = wkvA.bytes() + wkvB.bytes() + wo.bytes() + (wq != null ? wq.bytes() : wqA.bytes() + wqB.bytes());
+  /**
+   * Bytes of the weights a decode row reads: the projections and the absorbed W_UK, W_UV. Not W_KV_B: only prompt
+   * rows expand keys and values through it.
+   */
+  public long decodeWeightBytes() {
+    long bytes = wkvA.bytes() + wo.bytes() + (wq != null ? wq.bytes() : wqA.bytes() + wqB.bytes());
     return bytes + wUkT.numElements() * wUkT.dtype().byteSize() + wUv.numElements() * wUv.dtype().byteSize();
   }
 }
