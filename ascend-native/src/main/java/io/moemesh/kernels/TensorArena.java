@@ -13,14 +13,14 @@ public final class TensorArena implements AutoCloseable {
   /** Alignment of every allocation, in bytes. */
   public static final int ALIGNMENT = 64;
 
-  private final Arena arena; // null for a workspace or weights
+  private final Arena arena; // null for a workspace or a model arena
   private final Workspace workspace; // null but for a workspace
-  private final HugePageChunks weights; // null but for weights
+  private final HugePageChunks model; // null but for a model arena
 
-  private TensorArena(Arena arena, Workspace workspace, HugePageChunks weights) {
+  private TensorArena(Arena arena, Workspace workspace, HugePageChunks model) {
     this.arena = arena;
     this.workspace = workspace;
-    this.weights = weights;
+    this.model = model;
   }
 
   /** An arena whose memory is freed by {@link #close()}. */
@@ -29,10 +29,11 @@ public final class TensorArena implements AutoCloseable {
   }
 
   /**
-   * An arena for a model's weights, which every decode step streams through: as {@link #open()}, but its memory
-   * comes in 2 MiB-aligned chunks that Linux backs with transparent huge pages where it can (see HugePageChunks).
+   * An arena for what lives as long as a model and every decode step streams through, its weights and its KV cache:
+   * as {@link #open()}, but its memory comes in 2 MiB-aligned chunks that Linux backs with transparent huge pages
+   * where it can (see HugePageChunks).
    */
-  public static TensorArena forWeights() {
+  public static TensorArena forModel() {
     return new TensorArena(null, null, new HugePageChunks());
   }
 
@@ -96,7 +97,7 @@ public final class TensorArena implements AutoCloseable {
   private Tensor allocate(DType dtype, int[] shape, boolean zeroed) {
     long bytes = Math.max(Tensor.numElements(shape) * dtype.byteSize(), 1);
     MemorySegment segment = workspace != null ? workspace.take(bytes, zeroed)
-        : weights != null ? weights.take(bytes)
+        : model != null ? model.take(bytes)
         : arena.allocate(bytes, ALIGNMENT);
     return Tensor.contiguous(segment, dtype, shape);
   }
@@ -120,7 +121,7 @@ public final class TensorArena implements AutoCloseable {
   @Override
   public void close() {
     if (workspace != null) workspace.close();
-    else if (weights != null) weights.close();
+    else if (model != null) model.close();
     else arena.close();
   }
 

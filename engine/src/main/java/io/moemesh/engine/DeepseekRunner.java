@@ -43,7 +43,7 @@ public final class DeepseekRunner implements ModelRunner {
   private final DeepseekModel model;
   private final ExpertBackend experts;
   private final int microBatchThreshold; // 0: never split
-  private final TensorArena cacheArena = TensorArena.open();
+  private final TensorArena cacheArena = TensorArena.forModel(); // the KV pool: every decode step reads it
   private final TensorArena scratch = TensorArena.workspace(); // one step's temporaries, rewound every step
   private final TensorArena secondScratch; // the second micro-batch's layer temporaries; null when never split
   private final LatentKvCache cache;

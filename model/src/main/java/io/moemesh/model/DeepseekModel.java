@@ -57,7 +57,7 @@ public final class DeepseekModel implements AutoCloseable {
   /** As {@link #load(Path, Precision, Kernels, LoadProgress)}, loading only the experts in {@code selection}. */
   public static DeepseekModel load(Path dir, Precision precision, Kernels kernels, ExpertSelection selection, LoadProgress progress) {
     ModelConfig config = ModelConfigReader.read(dir.resolve("config.json"));
-    TensorArena arena = TensorArena.forWeights();
+    TensorArena arena = TensorArena.forModel();
     try (Checkpoint checkpoint = Checkpoint.open(dir)) {
       var loader = new ModelLoader(config, new WeightLoader(checkpoint, config, precision, kernels, arena, progress), precision, selection);
       Map<Integer, Mlp[]> routed = new HashMap<>();

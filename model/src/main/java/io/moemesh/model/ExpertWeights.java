@@ -27,7 +27,7 @@ public final class ExpertWeights implements AutoCloseable {
 
   public static ExpertWeights load(Path dir, Precision precision, Kernels kernels, ExpertSelection selection, LoadProgress progress) {
     ModelConfig config = ModelConfigReader.read(dir.resolve("config.json"));
-    TensorArena arena = TensorArena.forWeights();
+    TensorArena arena = TensorArena.forModel();
     try (Checkpoint checkpoint = Checkpoint.open(dir)) {
       var loader = new ModelLoader(config, new WeightLoader(checkpoint, config, precision, kernels, arena, progress), precision, selection);
       Map<Integer, Mlp[]> routed = new HashMap<>();

@@ -55,7 +55,7 @@ final class GenerateCommand {
 
     try (Tokenizer tokenizer = Tokenizer.load(dir); Kernels kernels = backend.open(threads);
         DeepseekModel model = DeepseekModel.load(dir, precision, kernels, DemoModels.progress("loading"));
-        TensorArena cacheArena = TensorArena.open()) {
+        TensorArena cacheArena = TensorArena.forModel()) {
       int[] prompt = switch (input) {
         case "prompt" -> tokenizer.encode(args.required("prompt"), true);
         case "chat" -> tokenizer.encode(tokenizer.chatTemplate()

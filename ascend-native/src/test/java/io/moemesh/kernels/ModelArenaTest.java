@@ -12,18 +12,18 @@ import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
-/** {@link TensorArena#forWeights()}: zeroed, aligned, disjoint tensors from huge-page chunks, dead after close. */
-class WeightsArenaTest {
+/** {@link TensorArena#forModel()}: zeroed, aligned, disjoint tensors from huge-page chunks, dead after close. */
+class ModelArenaTest {
   private static final int BIG = (int) (HugePageChunks.CHUNK / Float.BYTES) + 1000; // F32 elements past one chunk
 
   @Test
   void tensorsAreZeroedAlignedAndDisjointAcrossChunks() {
-    try (var weights = TensorArena.forWeights()) {
-      Tensor small = weights.allocate(DType.I8, 13);
+    try (var model = TensorArena.forModel()) {
+      Tensor small = model.allocate(DType.I8, 13);
       Tensor[] many = new Tensor[40]; // 40 × 1 MiB: spans two chunks, leaving the first one's tail unused
-      for (int i = 0; i < many.length; i++) many[i] = weights.allocate(DType.F32, 1 << 18);
-      Tensor big = weights.allocate(DType.F32, BIG); // a mapping of its own
-      Tensor after = weights.empty(DType.F32, 64); // outside a workspace, empty is zeroed too
+      for (int i = 0; i < many.length; i++) many[i] = model.allocate(DType.F32, 1 << 18);
+      Tensor big = model.allocate(DType.F32, BIG); // a mapping of its own
+      Tensor after = model.empty(DType.F32, 64); // outside a workspace, empty is zeroed too
 
       for (Tensor t : List.of(small, big, after, many[0], many[39])) {
         assertThat(t.isAligned(TensorArena.ALIGNMENT)).isTrue();
@@ -42,9 +42,9 @@ class WeightsArenaTest {
 
   @Test
   void closingKillsEveryTensor() {
-    var weights = TensorArena.forWeights();
-    Tensor small = weights.allocate(DType.F32, 8), big = weights.allocate(DType.F32, BIG);
-    weights.close();
+    var model = TensorArena.forModel();
+    Tensor small = model.allocate(DType.F32, 8), big = model.allocate(DType.F32, BIG);
+    model.close();
     assertThat(small.isAlive()).isFalse();
     assertThat(big.isAlive()).isFalse();
     assertThatThrownBy(() -> big.getFloat(0)).isInstanceOf(IllegalStateException.class);
@@ -55,8 +55,8 @@ class WeightsArenaTest {
   void onLinuxTheMemoryIsAdvisedForHugePages() throws IOException {
     Path thp = Path.of("/sys/kernel/mm/transparent_hugepage/enabled");
     assumeTrue(Files.isReadable(thp) && !Files.readString(thp).contains("[never]"), "no transparent huge pages here");
-    try (var weights = TensorArena.forWeights()) {
-      Tensor small = weights.allocate(DType.F32, 1024), big = weights.allocate(DType.F32, BIG);
+    try (var model = TensorArena.forModel()) {
+      Tensor small = model.allocate(DType.F32, 1024), big = model.allocate(DType.F32, BIG);
       assertThat(big.segment().address() % HugePageChunks.HUGE_PAGE).isZero();
       assertThat(vmFlags(small.segment().address())).contains("hg");
       assertThat(vmFlags(big.segment().address())).contains("hg");
