@@ -149,6 +149,90 @@ void mk_avx512_matmul_bf16_tile(float *out, int64_t ldo, const uint16_t *x, int6
 #undef SHAPE
 }
 
+/* ---- matmul_heads with short BF16 rows: outputs across the lanes ----
+ *
+ * The absorbed MLA's W_UK has rows of k = 64: as dot products, every output paid a horizontal sum of its 16 lanes
+ * for two VDPBF16PS. Here the lanes are 16 outputs: a unit's weight rows are transposed once into column pairs
+ * (wt[j] lane o = pair j of row o), each token's pair j is broadcast from its row into VDPBF16PS, and an output's
+ * lane adds its pairs in column order (an odd k's last column pairs with 0) — the same order for any token, batch
+ * or unit, so a row's bits never depend on the others. */
+
+/* Transposes 16 rows of 16 dwords in place: lane c of v[r] goes to lane r of v[c]. */
+INLINE void transpose16x16(__m512i *v) {
+  __m512i t[16];
+  for (int i = 0; i < 16; i += 4) {
+    t[i] = _mm512_unpacklo_epi32(v[i], v[i + 1]), t[i + 1] = _mm512_unpackhi_epi32(v[i], v[i + 1]);
+    t[i + 2] = _mm512_unpacklo_epi32(v[i + 2], v[i + 3]), t[i + 3] = _mm512_unpackhi_epi32(v[i + 2], v[i + 3]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    v[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]), v[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+    v[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]), v[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  for (int i = 0; i < 16; i += 8)
+    for (int d = 0; d < 4; d++) {
+      t[i + d] = _mm512_shuffle_i32x4(v[i + d], v[i + 4 + d], 0x88);
+      t[i + 4 + d] = _mm512_shuffle_i32x4(v[i + d], v[i + 4 + d], 0xDD);
+    }
+  for (int d = 0; d < 8; d++) {
+    v[d] = _mm512_shuffle_i32x4(t[d], t[8 + d], 0x88);
+    v[8 + d] = _mm512_shuffle_i32x4(t[d], t[8 + d], 0xDD);
+  }
+}
+
+/* wt[j * 32 + o] = pair j of weight row o (o < m <= 32; rows past m are 0), j < (k + 1) / 2: 16 rows x 16 pairs
+ * at a time. An odd k's last pair is (w[k - 1], 0): the masked load stops at k. */
+static void transpose_pairs(uint32_t *wt, const uint16_t *w, int64_t ldw, int64_t m, int64_t k) {
+  int64_t pairs = (k + 1) / 2;
+  for (int64_t half = 0; half < 2; half++)
+    for (int64_t j0 = 0; j0 < pairs; j0 += 16) {
+      __m512i v[16];
+      __mmask32 cols = mask32(k - 2 * j0);
+      for (int64_t r = 0; r < 16; r++)
+        v[r] = 16 * half + r < m ? _mm512_maskz_loadu_epi16(cols, w + (16 * half + r) * ldw + 2 * j0) : _mm512_setzero_si512();
+      transpose16x16(v);
+      for (int64_t j = 0; j < 16 && j0 + j < pairs; j++) _mm512_storeu_si512(wt + (j0 + j) * 32 + 16 * half, v[j]);
+    }
+}
+
+/* Columns 2c and 2c + 1 of a BF16 row as one 32-bit pair (a row may be only 2-byte aligned). */
+INLINE int32_t column_pair(const uint16_t *row, int64_t c) {
+  int32_t pair;
+  memcpy(&pair, row + 2 * c, 4);
+  return pair;
+}
+
+/* mk_isa.heads_bf16_unit (mk_internal.h). 8 tokens x 32 outputs at a time: 16 chains; per pair 2 loads of wt and 8
+ * broadcasts, one per token. */
+void mk_avx512_heads_bf16_unit(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, const uint16_t *w, int64_t ldw,
+                               int64_t n, int64_t m, int64_t k, uint32_t *wt) {
+  transpose_pairs(wt, w, ldw, m, k);
+  int64_t full = k / 2;
+  __mmask16 lo = (__mmask16)(m >= 16 ? 0xFFFF : (1u << m) - 1), hi = (__mmask16)(m >= 32 ? 0xFFFF : m > 16 ? (1u << (m - 16)) - 1 : 0);
+  for (int64_t t0 = 0; t0 < n; t0 += 8) {
+    int64_t tn = n - t0 < 8 ? n - t0 : 8;
+#define ROW(i) const uint16_t *x##i = x + (t0 + (i < tn ? i : tn - 1)) * ldx;
+    ROW(0) ROW(1) ROW(2) ROW(3) ROW(4) ROW(5) ROW(6) ROW(7)
+#undef ROW
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+    __m512 b0 = a0, b1 = a0, b2 = a0, b3 = a0, b4 = a0, b5 = a0, b6 = a0, b7 = a0;
+    for (int64_t j = 0; j < full; j++) {
+      __m512i w0 = _mm512_loadu_si512(wt + j * 32), w1 = _mm512_loadu_si512(wt + j * 32 + 16);
+#define DOT(i) { __m512i xv = _mm512_set1_epi32(column_pair(x##i, j)); a##i = dpbf16(a##i, w0, xv), b##i = dpbf16(b##i, w1, xv); }
+      DOT(0) DOT(1) DOT(2) DOT(3) DOT(4) DOT(5) DOT(6) DOT(7)
+#undef DOT
+    }
+    if (k % 2) { /* the last column alone: the token's pair is (x[k - 1], 0), never the value past its row */
+      __m512i w0 = _mm512_loadu_si512(wt + full * 32), w1 = _mm512_loadu_si512(wt + full * 32 + 16);
+#define LAST(i) { __m512i xv = _mm512_set1_epi32(x##i[k - 1]); a##i = dpbf16(a##i, w0, xv), b##i = dpbf16(b##i, w1, xv); }
+      LAST(0) LAST(1) LAST(2) LAST(3) LAST(4) LAST(5) LAST(6) LAST(7)
+#undef LAST
+    }
+#define STORE(i) if (i < tn) _mm512_mask_storeu_ps(out + (t0 + i) * ldo, lo, a##i), _mm512_mask_storeu_ps(out + (t0 + i) * ldo + 16, hi, b##i);
+    STORE(0) STORE(1) STORE(2) STORE(3) STORE(4) STORE(5) STORE(6) STORE(7)
+#undef STORE
+  }
+}
+
 /* ---- MLA decode on BF16 latent rows: one block of up to 16 positions for up to 4 heads per call ---- */
 
 /* Scores of 4 heads against 4 rows: each 32-value chunk of a row is loaded once for 4 heads and each chunk of q once

@@ -289,6 +289,7 @@ const mk_isa mk_isa_avx512 = {
     .mla_accumulate = mla_accumulate,
     .exp2_sum = exp2_sum,
     .mla_block_bf16 = mk_avx512_mla_block_bf16,
+    .heads_bf16_unit = mk_avx512_heads_bf16_unit,
     .argmax = argmax,
     .int8_peak_loop = mk_avx512_int8_peak_loop,
 };
