@@ -46,20 +46,8 @@ final class HugePageChunks {
 
   private MemorySegment map(long bytes) {
     long size = (bytes + HUGE_PAGE - 1) & -HUGE_PAGE;
-    if (Os.MMAP != null) {
-      try {
-        long reserved = size + HUGE_PAGE; // room to start on a huge-page boundary
-        long base = ((MemorySegment) Os.MMAP.invokeExact(MemorySegment.NULL, reserved, Os.PROT_READ_WRITE, Os.MAP_PRIVATE_ANONYMOUS, -1, 0L)).address();
-        if (base != Os.MAP_FAILED) {
-          long start = (base + HUGE_PAGE - 1) & -HUGE_PAGE;
-          int advised = (int) Os.MADVISE.invokeExact(MemorySegment.ofAddress(start), size, Os.MADV_HUGEPAGE); // a hint: failure only costs speed
-          return MemorySegment.ofAddress(start).reinterpret(size, arena, unused -> Os.unmap(base, reserved));
-        }
-      } catch (Throwable e) {
-        // fall through to ordinary memory
-      }
-    }
-    return arena.allocate(size, TensorArena.ALIGNMENT);
+    MemorySegment huge = Os.MMAP != null ? Os.mapHuge(size, arena) : null;
+    return huge != null ? huge : arena.allocate(size, TensorArena.ALIGNMENT);
   }
 
   /** Linux's mmap, madvise and munmap through the C library, or null elsewhere. */
@@ -90,9 +78,31 @@ final class HugePageChunks {
       MUNMAP = munmap;
     }
 
-    static void unmap(long base, long bytes) {
+    /**
+     * {@code size} bytes (a multiple of HUGE_PAGE) starting on a huge-page boundary, advised MADV_HUGEPAGE and unmapped
+     * when {@code arena} closes; null if the mapping is refused.
+     */
+    static MemorySegment mapHuge(long size, Arena arena) {
+      long reserved = size + HUGE_PAGE, base; // room to start on a boundary
       try {
-        int rc = (int) MUNMAP.invokeExact(MemorySegment.ofAddress(base), bytes);
+        base = ((MemorySegment) MMAP.invokeExact(MemorySegment.NULL, reserved, PROT_READ_WRITE, MAP_PRIVATE_ANONYMOUS, -1, 0L)).address();
+      } catch (Throwable e) {
+        return null;
+      }
+      if (base == MAP_FAILED) return null;
+      try {
+        long start = (base + HUGE_PAGE - 1) & -HUGE_PAGE;
+        int ignored = (int) MADVISE.invokeExact(MemorySegment.ofAddress(start), size, MADV_HUGEPAGE); // a hint: a refusal only costs speed
+        return MemorySegment.ofAddress(start).reinterpret(size, arena, unused -> unmap(base, reserved));
+      } catch (Throwable e) {
+        unmap(base, reserved);
+        return null;
+      }
+    }
+
+    private static void unmap(long base, long bytes) {
+      try {
+        int ignored = (int) MUNMAP.invokeExact(MemorySegment.ofAddress(base), bytes);
       } catch (Throwable e) {
         throw new IllegalStateException("munmap failed", e);
       }
