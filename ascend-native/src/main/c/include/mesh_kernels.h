@@ -59,6 +59,9 @@ int32_t mk_cpu_supports(int32_t isa);
  * thread of the context and returns the INT8 operations done (2 per multiply-add); the caller times it.
  * This is the machine's achievable INT8 peak, the yardstick of the GEMM benchmark. */
 double mk_int8_peak_ops(mk_context *ctx, int64_t iterations);
+/* The same for BF16 dot products (VDPBF16PS with AVX512-BF16; 2 ops per multiply-add): the yardstick of the
+ * BF16 matmuls and of MLA decode. */
+double mk_bf16_peak_ops(mk_context *ctx, int64_t iterations);
 
 /* out(n,m) F32 = x(n,k) · w(m,k)ᵀ: out[t][o] = Σ_j x[t][j]·w[o][j], one fixed order per element whatever n.
  *  - x MK_F32, w MK_F32 or MK_BF16 (BF16 upcast exactly): F32 multiply-adds.

@@ -85,12 +85,22 @@ INLINE void rows_u8i8_each(int32_t *acc, int32_t *wsum, const uint8_t *xu, int64
   for (int64_t o = 0; o < nr; o++) rows_u8i8(acc + o, wsum == NULL ? NULL : wsum + o, xu, ldx, w + o * ldw, k, MR);
 }
 
+/* Lane i: the sum of the 16 lanes of the i-th of a, b, c, d, by one transpose tree (~3 instructions a vector
+ * against ~9 for a horizontal sum each). Integer sums are exact, so the order gives the same bits. */
+INLINE __m128i reduce4_epi32(__m512i a, __m512i b, __m512i c, __m512i d) {
+  __m512i ab = _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b)); /* a b a b per 128 bits */
+  __m512i cd = _mm512_add_epi32(_mm512_unpacklo_epi32(c, d), _mm512_unpackhi_epi32(c, d));
+  __m512i abcd = _mm512_add_epi32(_mm512_unpacklo_epi64(ab, cd), _mm512_unpackhi_epi64(ab, cd)); /* a b c d */
+  __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(abcd), _mm512_extracti64x4_epi64(abcd, 1));
+  return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+
 /* The GEMM microkernel, MR (1 to 4) activation rows x 6 weight rows, with named accumulators (GCC shuffles an
  * array of them through spare registers); rows past MR are compiled out. It runs over one block of k and keeps
  * its accumulators in `lanes` (4 x 6 x 16 int32), so the caller can walk k in blocks that keep a weight tile in L1
  * across activation tiles; a partial tile of 1 to 3 rows rides along in the same pass over the weights. */
-INLINE void gemm_u8i8_mx6(int32_t *lanes, int init, int32_t *sums, const uint8_t *xu, int64_t ldx, const int8_t *w,
-                          int64_t ldw, int64_t k, const int MR) {
+INLINE void gemm_u8i8_mx6(int32_t *lanes, int init, int32_t *sums, const mk_i8_scale *scale, const uint8_t *xu,
+                          int64_t ldx, const int8_t *w, int64_t ldw, int64_t k, const int MR) {
   __m512i *acc = (__m512i *)lanes;
 #define Z(t, o) __m512i c##t##o = init || MR <= t ? _mm512_setzero_si512() : _mm512_load_si512(acc + t * MK_I8_NR + o);
 #define ROW(t) Z(t, 0) Z(t, 1) Z(t, 2) Z(t, 3) Z(t, 4) Z(t, 5)
@@ -119,23 +129,55 @@ INLINE void gemm_u8i8_mx6(int32_t *lanes, int init, int32_t *sums, const uint8_t
   if (j < k) STEP(mask64(k - j));
 #undef STEP
 #undef DOT
-#define ST(t, o)                                                                                             \
-  if (MR <= t) {                                                                                             \
-  } else if (sums != NULL) sums[t * MK_I8_NR + o] = _mm512_reduce_add_epi32(c##t##o);                        \
-  else _mm512_store_si512(acc + t * MK_I8_NR + o, c##t##o);
+  if (scale != NULL) { /* outputs scaled, a row's first four columns, then its last two paired with the next row's */
+    float *out = scale->out;
+    const float *xs = scale->xs, *ws = scale->ws;
+    const int32_t *wsum = scale->wsum;
+    const __m128i corr03 = _mm_slli_epi32(_mm_loadu_si128((const __m128i *)wsum), 7); /* 128 · wsum, wrapping */
+    const __m128i corr45 = _mm_slli_epi32(_mm_setr_epi32(wsum[4], wsum[5], wsum[4], wsum[5]), 7);
+    const __m128 ws03 = _mm_loadu_ps(ws), ws45 = _mm_setr_ps(ws[4], ws[5], ws[4], ws[5]);
+#define ROW4(t)                                                                                              \
+  if (MR > t) {                                                                                              \
+    __m128i dot = _mm_sub_epi32(reduce4_epi32(c##t##0, c##t##1, c##t##2, c##t##3), corr03);                  \
+    _mm_storeu_ps(out + t * scale->ldo, _mm_mul_ps(_mm_mul_ps(_mm_cvtepi32_ps(dot), _mm_set1_ps(xs[t])), ws03)); \
+  }
+#define PAIR(t, u)                                                                                           \
+  if (MR > t) {                                                                                              \
+    __m128i dot = _mm_sub_epi32(reduce4_epi32(c##t##4, c##t##5, c##u##4, c##u##5), corr45);                  \
+    __m128 x = _mm_setr_ps(xs[t], xs[t], MR > u ? xs[u] : 0.0f, MR > u ? xs[u] : 0.0f);                      \
+    __m128 f = _mm_mul_ps(_mm_mul_ps(_mm_cvtepi32_ps(dot), x), ws45);                                        \
+    _mm_storel_pi((__m64 *)(out + t * scale->ldo + 4), f);                                                   \
+    if (MR > u) _mm_storeh_pi((__m64 *)(out + u * scale->ldo + 4), f);                                       \
+  }
+    ROW4(0) ROW4(1) ROW4(2) ROW4(3) PAIR(0, 1) PAIR(2, 3)
+#undef PAIR
+#undef ROW4
+    return;
+  }
+  if (sums != NULL) { /* sums[t * 6 + o], four at a time (rows past MR sum zeros into lanes nobody reads) */
+    __m128i *s4 = (__m128i *)sums;
+    _mm_storeu_si128(s4, reduce4_epi32(c00, c01, c02, c03));
+    _mm_storeu_si128(s4 + 1, reduce4_epi32(c04, c05, c10, c11));
+    if (MR > 1) _mm_storeu_si128(s4 + 2, reduce4_epi32(c12, c13, c14, c15));
+    if (MR > 2) _mm_storeu_si128(s4 + 3, reduce4_epi32(c20, c21, c22, c23));
+    if (MR > 2) _mm_storeu_si128(s4 + 4, reduce4_epi32(c24, c25, c30, c31));
+    if (MR > 3) _mm_storeu_si128(s4 + 5, reduce4_epi32(c32, c33, c34, c35));
+    return;
+  }
+#define ST(t, o) if (MR > t) _mm512_store_si512(acc + t * MK_I8_NR + o, c##t##o);
 #define ROW(t) ST(t, 0) ST(t, 1) ST(t, 2) ST(t, 3) ST(t, 4) ST(t, 5)
   ROW(0) ROW(1) ROW(2) ROW(3)
 #undef ROW
 #undef ST
 }
 
-void mk_avx512_gemm_u8i8_tile(int32_t *lanes, int init, int32_t *sums, const uint8_t *xu, int64_t ldx, const int8_t *w,
-                              int64_t ldw, int64_t k, int64_t mr) {
+void mk_avx512_gemm_u8i8_tile(int32_t *lanes, int init, const mk_i8_scale *scale, const uint8_t *xu, int64_t ldx,
+                              const int8_t *w, int64_t ldw, int64_t k, int64_t mr) {
   switch (mr) {
-    case 1: gemm_u8i8_mx6(lanes, init, sums, xu, ldx, w, ldw, k, 1); return;
-    case 2: gemm_u8i8_mx6(lanes, init, sums, xu, ldx, w, ldw, k, 2); return;
-    case 3: gemm_u8i8_mx6(lanes, init, sums, xu, ldx, w, ldw, k, 3); return;
-    default: gemm_u8i8_mx6(lanes, init, sums, xu, ldx, w, ldw, k, 4); return;
+    case 1: gemm_u8i8_mx6(lanes, init, NULL, scale, xu, ldx, w, ldw, k, 1); return;
+    case 2: gemm_u8i8_mx6(lanes, init, NULL, scale, xu, ldx, w, ldw, k, 2); return;
+    case 3: gemm_u8i8_mx6(lanes, init, NULL, scale, xu, ldx, w, ldw, k, 3); return;
+    default: gemm_u8i8_mx6(lanes, init, NULL, scale, xu, ldx, w, ldw, k, 4); return;
   }
 }
 
@@ -160,7 +202,7 @@ void mk_avx512_dot_u8i8_tile(int32_t *acc, int32_t *wsum, const uint8_t *xu, int
     else for (int64_t o = 0; o < nr; o++) tile_u8i8(NULL, wsum + o, xu, ldx, w + o * ldw, ldw, 0, 1, k);
   }
   if (mr == 1 && nr == MK_I8_NR) {
-    gemm_u8i8_mx6(NULL, 1, acc, xu, ldx, w, ldw, k, 1);
+    gemm_u8i8_mx6(NULL, 1, acc, NULL, xu, ldx, w, ldw, k, 1);
     return;
   }
   for (int64_t o = 0; o < nr; o++)

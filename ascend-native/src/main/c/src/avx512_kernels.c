@@ -292,4 +292,5 @@ const mk_isa mk_isa_avx512 = {
     .heads_bf16_unit = mk_avx512_heads_bf16_unit,
     .argmax = argmax,
     .int8_peak_loop = mk_avx512_int8_peak_loop,
+    .bf16_peak_loop = mk_avx512_bf16_peak_loop,
 };

@@ -91,6 +91,16 @@ static inline int32_t mk_mla_raise(int32_t *m, float *l, int32_t block_m) {
   return delta;
 }
 
+/* Where an A8W8 GEMM tile's totals go: out[t * ldo + o] = (float)(sum[t][o] - 128 · wsum[o]) · xs[t] · ws[o] (sums of
+ * x + 128; wrapping INT32 arithmetic; multiplied left to right in F32), for the tile's rows t and its MK_I8_NR
+ * columns o, each pointer at the tile's first row or column. */
+typedef struct {
+  float *out;
+  int64_t ldo;
+  const float *xs, *ws;
+  const int32_t *wsum;
+} mk_i8_scale;
+
 /* ---- the row kernels of one instruction set; every public op is a loop over these ---- */
 /* Rows up to this long take matmul_heads' heads_bf16_unit: a horizontal sum per output costs more than their dot
  * products (W_UK's k = 64; at W_UV's k = 256 the per-call transposes cost batch 1 more than batch 32 gains). */
@@ -126,9 +136,9 @@ typedef struct mk_isa {
                         int64_t mr, int64_t nr, int64_t k);
   /* Optional GEMM microkernel over one block of k: mr (1 to 4) x MK_I8_NR dot products carried between blocks as
    * 16 int32 lanes each in `lanes` (64-byte aligned, 4 x MK_I8_NR slots; started at zero when `init`); on the last
-   * block `sums` is not null and receives the totals (row-major, MK_I8_NR per row) instead. */
-  void (*gemm_u8i8_tile)(int32_t *lanes, int init, int32_t *sums, const uint8_t *xu, int64_t ldx, const int8_t *w,
-                         int64_t ldw, int64_t k, int64_t mr);
+   * block `scale` is not null and the tile's outputs are written instead, as mk_matmul_i8 scales them. */
+  void (*gemm_u8i8_tile)(int32_t *lanes, int init, const mk_i8_scale *scale, const uint8_t *xu, int64_t ldx,
+                         const int8_t *w, int64_t ldw, int64_t k, int64_t mr);
   /* n values F32 -> BF16, each as mk_f32_to_bf16 (subnormals rounded, not flushed), and BF16 -> F32. */
   void (*f32_to_bf16)(uint16_t *out, const float *in, int64_t n);
   void (*bf16_to_f32)(float *out, const uint16_t *in, int64_t n);
@@ -161,6 +171,8 @@ typedef struct mk_isa {
   int32_t (*argmax)(const float *x, int64_t d);
   /* Register-only VPDPBUSD (or portable stand-in) loop: returns int8 ops done. */
   double (*int8_peak_loop)(int64_t iterations);
+  /* Register-only BF16 dot-product (VDPBF16PS, or portable F32 stand-in) loop: returns BF16 ops done. */
+  double (*bf16_peak_loop)(int64_t iterations);
 } mk_isa;
 
 extern const mk_isa mk_isa_portable;
@@ -171,13 +183,14 @@ void mk_avx512_matmul_bf16_tile(float *out, int64_t ldo, const uint16_t *x, int6
                                 int64_t ldw, int64_t mr, int64_t nr, int64_t k);
 void mk_avx512_heads_bf16_unit(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, const uint16_t *w, int64_t ldw,
                                int64_t n, int64_t m, int64_t k, uint32_t *wt);
+double mk_avx512_bf16_peak_loop(int64_t iterations);
 void mk_avx512_mla_block_bf16(int32_t *m, float *l, float *o, int64_t ldo, const uint16_t *q, int64_t ldq, int64_t hn,
                               const void *const *rows, int64_t count, int64_t width, int64_t rank, float scale);
 /* VPDPBUSD tiles (avx512_int8.c): mk_isa_avx512's dot_u8i8_tile, gemm_u8i8_tile and int8_peak_loop. */
 void mk_avx512_dot_u8i8_tile(int32_t *acc, int32_t *wsum, const uint8_t *xu, int64_t ldx, const int8_t *w, int64_t ldw,
                              int64_t mr, int64_t nr, int64_t k);
-void mk_avx512_gemm_u8i8_tile(int32_t *lanes, int init, int32_t *sums, const uint8_t *xu, int64_t ldx, const int8_t *w,
-                              int64_t ldw, int64_t k, int64_t mr);
+void mk_avx512_gemm_u8i8_tile(int32_t *lanes, int init, const mk_i8_scale *scale, const uint8_t *xu, int64_t ldx,
+                              const int8_t *w, int64_t ldw, int64_t k, int64_t mr);
 double mk_avx512_int8_peak_loop(int64_t iterations);
 #endif
 

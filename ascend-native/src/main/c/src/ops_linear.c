@@ -203,7 +203,6 @@ static uint8_t *to_unsigned(const int8_t *xq, int64_t ldx, int64_t n, int64_t k)
  * without, a batch-32 1024 x 1024 call waited on its weights (cold, alternated: 112 -> 76 us a call). */
 static void matmul_i8_blocked(const matmul_i8_job *j, int64_t t0, int64_t t_end, int64_t o, const int32_t *wsum,
                               int32_t *lanes, const int8_t *next) {
-  int32_t sums[4 * MK_I8_NR];
   int64_t x_tiles = (t_end - t0 + 3) / 4;
   for (int64_t kb = 0; kb < j->k; kb += K_BLOCK) {
     int64_t len = j->k - kb < K_BLOCK ? j->k - kb : K_BLOCK;
@@ -211,14 +210,9 @@ static void matmul_i8_blocked(const matmul_i8_job *j, int64_t t0, int64_t t_end,
     for (int64_t t = t0; t < t_end; t += 4) {
       int64_t mr = t_end - t < 4 ? t_end - t : 4;
       if (next != NULL) prefetch_rows((const char *)(next + kb), (size_t)j->ldw, MK_I8_NR, (size_t)len, (t - t0) / 4, x_tiles);
-      j->isa->gemm_u8i8_tile(lanes + (t - t0) * MK_I8_NR * 16, kb == 0, last ? sums : NULL, j->xu + t * j->k + kb,
+      mk_i8_scale scale = {j->out + t * j->ldo + o, j->ldo, j->xs + t, j->ws + o, wsum};
+      j->isa->gemm_u8i8_tile(lanes + (t - t0) * MK_I8_NR * 16, kb == 0, last ? &scale : NULL, j->xu + t * j->k + kb,
                              j->k, j->w + o * j->ldw + kb, j->ldw, len, mr);
-      if (!last) continue;
-      for (int64_t r = 0; r < mr; r++)
-        for (int64_t c = 0; c < MK_I8_NR; c++) {
-          int32_t dot = (int32_t)((uint32_t)sums[r * MK_I8_NR + c] - 128u * (uint32_t)wsum[c]);
-          j->out[(t + r) * j->ldo + o + c] = (float)dot * j->xs[t + r] * j->ws[o + c];
-        }
     }
   }
 }
@@ -333,23 +327,30 @@ MK_EXPORT int32_t mk_matmul_i8_grouped(mk_context *ctx, float *out, int64_t ldo,
   return MK_OK;
 }
 
-/* ---- the machine's INT8 peak, for benchmarks ---- */
+/* ---- the machine's INT8 and BF16 peaks, for benchmarks: a register-only loop on every thread at once ---- */
 typedef struct {
-  const mk_isa *isa;
+  double (*loop)(int64_t iterations);
   int64_t iterations;
   double ops[256];
 } peak_job;
 
 static void peak_range(void *raw, int64_t begin, int64_t end) {
   peak_job *j = raw;
-  for (int64_t i = begin; i < end; i++) j->ops[i] = j->isa->int8_peak_loop(j->iterations);
+  for (int64_t i = begin; i < end; i++) j->ops[i] = j->loop(j->iterations);
 }
 
-MK_EXPORT double mk_int8_peak_ops(mk_context *ctx, int64_t iterations) {
-  if (ctx == NULL || iterations < 1) return -1;
-  peak_job j = {ctx->isa, iterations, {0}};
+static double peak_ops(mk_context *ctx, double (*loop)(int64_t), int64_t iterations) {
+  peak_job j = {loop, iterations, {0}};
   mk_parallel_for(ctx, ctx->threads, 1, INT64_MAX, peak_range, &j);
   double total = 0;
   for (int32_t i = 0; i < ctx->threads; i++) total += j.ops[i];
   return total;
+}
+
+MK_EXPORT double mk_int8_peak_ops(mk_context *ctx, int64_t iterations) {
+  return ctx == NULL || iterations < 1 ? -1 : peak_ops(ctx, ctx->isa->int8_peak_loop, iterations);
+}
+
+MK_EXPORT double mk_bf16_peak_ops(mk_context *ctx, int64_t iterations) {
+  return ctx == NULL || iterations < 1 ? -1 : peak_ops(ctx, ctx->isa->bf16_peak_loop, iterations);
 }

@@ -128,12 +128,24 @@ static int32_t argmax(const float *x, int64_t d) {
   return max == -INFINITY ? -1 : (int32_t)best;
 }
 
+static double bf16_peak_loop(int64_t iterations) {
+  /* Eight independent chains of 2-wide F32 dot products, as the portable BF16 matmul runs them. */
+  volatile float seed = 0.5f;
+  float acc[8] = {0}, a = seed, b = seed * 0.5f;
+  for (int64_t i = 0; i < iterations; i++)
+    for (int c = 0; c < 8; c++) acc[c] += a * b + (a - 0.25f) * (b + 0.125f);
+  seed = acc[0] + acc[7];
+  return (double)iterations * 8 * 2 * 2;
+}
+
 static double int8_peak_loop(int64_t iterations) {
   /* Eight independent chains of 4-wide byte dot products, as a scalar machine would run them. */
   volatile int32_t seed = 3;
   int32_t acc[8] = {0}, a = seed, b = seed + 1;
-  for (int64_t i = 0; i < iterations; i++)
+  for (int64_t i = 0; i < iterations; i++) {
     for (int c = 0; c < 8; c++) acc[c] += a * b + (a + 1) * (b + c) + (a + 2) * b + (a + 3) * (b - c);
+    __asm__ volatile("" : "+r"(a), "+r"(b)); /* opaque each time: else the loop folds into one multiply */
+  }
   seed = acc[0] ^ acc[7];
   return (double)iterations * 8 * 4 * 2;
 }
@@ -156,4 +168,5 @@ const mk_isa mk_isa_portable = {
     .exp2_sum = exp2_sum,
     .argmax = argmax,
     .int8_peak_loop = int8_peak_loop,
+    .bf16_peak_loop = bf16_peak_loop,
 };

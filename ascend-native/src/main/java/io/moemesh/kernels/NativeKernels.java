@@ -98,6 +98,17 @@ public final class NativeKernels extends ValidatingKernels implements AutoClosea
     }
   }
 
+  /** The same for BF16 dot products (VDPBF16PS): the peak the BF16 matmuls and MLA decode are read against. */
+  public double measureBf16PeakGops(long iterations) {
+    try {
+      long start = System.nanoTime();
+      double ops = (double) NativeOps.BF16_PEAK_OPS.invokeExact(context, iterations);
+      return ops / (System.nanoTime() - start);
+    } catch (Throwable t) {
+      throw rethrow("measureBf16PeakGops", t);
+    }
+  }
+
   @Override
   public void close() {
     try {

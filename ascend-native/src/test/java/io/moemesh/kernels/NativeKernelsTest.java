@@ -287,10 +287,14 @@ class NativeKernelsTest {
       assertThat(err).contains("native kernels unavailable").contains("/nonexistent/libmoemesh_kernels.so").contains("falling back");
     }
 
-    @Test
-    void int8PeakIsPositive() {
-      try (var kernels = NativeKernels.create(1)) {
-        assertThat(kernels.measureInt8PeakGops(1_000)).isPositive();
+    /** Each path's peak loops run: a rate above any machine's (10⁵ GOP/s) means the compiler folded the loop away. */
+    @ParameterizedTest
+    @EnumSource(NativeKernels.Isa.class)
+    void peaksArePositiveAndReal(NativeKernels.Isa isa) {
+      assumeTrue(NativeKernels.cpuSupports(isa), isa + " needs a CPU this is not");
+      try (var kernels = NativeKernels.create(1, isa)) {
+        assertThat(kernels.measureInt8PeakGops(100_000)).isPositive().isLessThan(1e5);
+        assertThat(kernels.measureBf16PeakGops(100_000)).isPositive().isLessThan(1e5);
       }
     }
   }

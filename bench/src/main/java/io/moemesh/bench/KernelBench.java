@@ -34,8 +34,6 @@ public final class KernelBench {
   static final String USAGE = "usage: bin/moemesh bench kernels [--json FILE] [--quick] [--only CASE[,CASE...]]\n"
       + "cases: " + String.join(", ", KernelCases.NAMES);
   private static final int[] THREADS = {1, 2};
-  private static final int PEAK_RUNS = 5;
-  private static final double PEAK_SECONDS = 0.1;
   private static final List<String> ORDER = Stream.of(Stream.of(TRIAD), KernelCases.NAMES.stream().filter(n -> n.startsWith("gemv")),
       Stream.of(VNNI_PEAK), KernelCases.NAMES.stream().filter(n -> !n.startsWith("gemv"))).flatMap(n -> n).toList();
 
@@ -142,9 +140,9 @@ public final class KernelBench {
           Map<String, Double> measured = new HashMap<>(Map.of(TRIAD, triad.get(threads)));
           if (needsPeak) {
             progress.log("%s with %d thread(s): measuring the INT8 peak", kernels.name(), threads);
-            double peak = int8PeakGops(kernels);
+            double peak = Peaks.int8Gops(kernels);
             String loop = kernels.isa() != NativeKernels.Isa.PORTABLE ? "register-only VPDPBUSD loop" : "register-only portable C loop";
-            results.add(new Measurement(VNNI_PEAK, loop, threads, peak, "GOP/s", null, null, "best of " + PEAK_RUNS));
+            results.add(new Measurement(VNNI_PEAK, loop, threads, peak, "GOP/s", null, null, "best of " + Peaks.RUNS));
             progress.log("%-14s t=%d  %8.1f GOP/s", VNNI_PEAK, threads, peak);
             measured.put(VNNI_PEAK, peak);
           }
@@ -162,24 +160,6 @@ public final class KernelBench {
     }
     results.sort(Comparator.comparingInt((Measurement m) -> ORDER.indexOf(m.name())).thenComparingInt(Measurement::threads));
     return results;
-  }
-
-  /**
-   * The INT8 peak of these kernels' threads: the native register-only multiply-accumulate loop, sized to run
-   * about {@link #PEAK_SECONDS}, best of {@link #PEAK_RUNS} (a peak is a maximum, not a typical value).
-   */
-  private static double int8PeakGops(NativeKernels kernels) {
-    long iterations = 1 << 16;
-    while (iterations < (1L << 40)) {
-      long t0 = System.nanoTime();
-      kernels.measureInt8PeakGops(iterations);
-      if ((System.nanoTime() - t0) / 1e9 >= PEAK_SECONDS / 4) break;
-      iterations *= 2;
-    }
-    iterations *= 4; // about PEAK_SECONDS per run
-    double best = 0;
-    for (int r = 0; r < PEAK_RUNS; r++) best = Math.max(best, kernels.measureInt8PeakGops(iterations));
-    return best;
   }
 
   private List<Measurement> measureTriad() throws InterruptedException {

@@ -87,7 +87,8 @@ public final class ModelBench {
             Run run = run(loaded.withKernels(profiled), prompt, decodeSteps, profiled::reset);
             System.out.println("decode step profile, " + threads + " thread(s), " + dir.getFileName() + " " + precision.name().toLowerCase()
                 + ", ctx " + promptLength + " (mean of " + decodeSteps + " steps):");
-            System.out.println(Report.profile(profiled.snapshot(), decodeSteps, run.decodeSeconds()));
+            var light = new SpeedOfLight(bandwidth, Peaks.int8Gops(kernels), Peaks.bf16Gops(kernels));
+            System.out.println(Report.profile(profiled.snapshot(), decodeSteps, run.decodeSeconds(), light));
           }
         }
       }

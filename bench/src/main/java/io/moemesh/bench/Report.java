@@ -33,21 +33,31 @@ final class Report {
   }
 
   /**
-   * A profile of {@code steps} steps that took {@code wallSeconds}: per op, calls and milliseconds per step and the
-   * share of the step; the last row is the time outside every kernel call (Java between the calls).
+   * A profile of {@code steps} steps that took {@code wallSeconds}: per op, calls and milliseconds per step, the share
+   * of the step, and the op's speed of light on this machine (ms per step, the fraction of it the op reaches, and
+   * whether memory or arithmetic sets it); the last rows are the time outside every kernel call (Java between the
+   * calls) and the step, against the sum of the bounds.
    */
-  static String profile(List<ProfilingKernels.OpTime> ops, int steps, double wallSeconds) {
+  static String profile(List<ProfilingKernels.OpTime> ops, int steps, double wallSeconds, SpeedOfLight light) {
     double stepMs = wallSeconds * 1e3 / steps;
-    var sb = new StringBuilder(String.format(Locale.ROOT, "%-52s %10s %9s %6s%n", "op", "calls/step", "ms/step", "share"));
-    double inKernels = 0;
+    String row = "%-52s %10s %9s %6s %9s %8s  %s%n";
+    var sb = new StringBuilder(String.format(Locale.ROOT, row, "op", "calls/step", "ms/step", "share", "bound ms", "of bound", "bound by"));
+    double inKernels = 0, bounds = 0;
     for (var op : ops) {
-      double ms = op.nanos() / 1e6 / steps;
+      double ms = op.nanos() / 1e6 / steps, bound = light.seconds(op.work()) * 1e3 / steps;
       inKernels += ms;
-      sb.append(String.format(Locale.ROOT, "%-52s %10.1f %9.3f %5.1f%%%n", op.op(), (double) op.calls() / steps, ms, 100 * ms / stepMs));
+      bounds += bound;
+      sb.append(String.format(Locale.ROOT, row, op.op(), String.format(Locale.ROOT, "%.1f", (double) op.calls() / steps),
+          String.format(Locale.ROOT, "%.3f", ms), String.format(Locale.ROOT, "%.1f%%", 100 * ms / stepMs),
+          String.format(Locale.ROOT, "%.3f", bound), String.format(Locale.ROOT, "%.0f%%", 100 * bound / ms), light.limit(op.work())));
     }
-    sb.append(String.format(Locale.ROOT, "%-52s %10s %9.3f %5.1f%%%n", "(outside kernel calls)", "", stepMs - inKernels,
-        100 * (stepMs - inKernels) / stepMs));
-    sb.append(String.format(Locale.ROOT, "%-52s %10s %9.3f%n", "step", "", stepMs));
+    double outside = stepMs - inKernels;
+    sb.append(String.format(Locale.ROOT, row, "(outside kernel calls)", "", String.format(Locale.ROOT, "%.3f", outside),
+        String.format(Locale.ROOT, "%.1f%%", 100 * outside / stepMs), "", "", ""));
+    sb.append(String.format(Locale.ROOT, row, "step", "", String.format(Locale.ROOT, "%.3f", stepMs), "",
+        String.format(Locale.ROOT, "%.3f", bounds), String.format(Locale.ROOT, "%.0f%%", 100 * bounds / stepMs), ""));
+    sb.append(String.format(Locale.ROOT, "bounds at %.1f GB/s (triad), %.0f INT8 GOP/s and %.0f BF16 GOP/s (register-only peaks)%n",
+        light.bandwidthGBs(), light.int8Gops(), light.bf16Gops()));
     return sb.toString();
   }
 

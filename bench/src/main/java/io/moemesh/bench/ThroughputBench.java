@@ -53,7 +53,8 @@ public final class ThroughputBench {
         B requests of I prompt tokens and O output tokens through the engine at once, for each batch size B:
         prefill and decode tokens/s, time per output token, and decode against the memory roofline of its steps
         (triad bandwidth measured in the same run). --profile: where a full-batch decode step's time goes, per
-        kernel op. Defaults: the bench demo model, int8, B = 1,8,32,64, I = 512, O = 128, T = every core, M = the
+        kernel op, each against its speed of light (its bytes at triad bandwidth or its multiply-adds at the
+        measured INT8 and BF16 peaks, whichever is longer). Defaults: the bench demo model, int8, B = 1,8,32,64, I = 512, O = 128, T = every core, M = the
         engine's (never split).""";
 
   record Settings(Path dir, Precision precision, int[] batches, int inputLen, int outputLen, int threads, String json,
@@ -94,6 +95,7 @@ public final class ThroughputBench {
     try (var nativeKernels = NativeKernels.create(threads); var triad = new StreamTriad();
         DeepseekModel m = DeepseekModel.load(dir, precision, nativeKernels, DemoModels.progress("loading"))) {
       ProfilingKernels profiler = profile ? new ProfilingKernels(nativeKernels) : null;
+      double int8Peak = profile ? Peaks.int8Gops(nativeKernels) : 0, bf16Peak = profile ? Peaks.bf16Gops(nativeKernels) : 0;
       DeepseekModel measured = profile ? m.withKernels(profiler) : m;
       String shape = dir.getFileName() + " " + precision.name().toLowerCase() + ", in " + inputLen + ", out " + outputLen
           + ", micro-batches from " + (microBatchThreshold == 0 ? "never" : microBatchThreshold + " tokens");
@@ -113,7 +115,8 @@ public final class ThroughputBench {
             r.bytesPerDecodeStep() >> 20, bandwidth, r.secondsPerDecodeStep() * 1e3);
         if (profiler != null) {
           System.out.println("full-batch decode step profile, batch " + b + ", " + threads + " thread(s) (mean of " + r.decodeSteps() + " steps):");
-          System.out.println(Report.profile(profiler.snapshot(), r.decodeSteps(), r.decodeSecondsTotal()));
+          var light = new SpeedOfLight(bandwidth, int8Peak, bf16Peak);
+          System.out.println(Report.profile(profiler.snapshot(), r.decodeSteps(), r.decodeSecondsTotal(), light));
         }
       }
     }
