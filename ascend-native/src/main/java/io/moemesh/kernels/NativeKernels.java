@@ -89,23 +89,22 @@ public final class NativeKernels extends ValidatingKernels implements AutoClosea
    * GOP/s: the machine's practical VNNI peak, against which the GEMM benchmark is read.
    */
   public double measureInt8PeakGops(long iterations) {
-    try {
-      long start = System.nanoTime();
-      double ops = (double) NativeOps.INT8_PEAK_OPS.invokeExact(context, iterations);
-      return ops / (System.nanoTime() - start);
-    } catch (Throwable t) {
-      throw rethrow("measureInt8PeakGops", t);
-    }
+    return peakGops(NativeOps.INT8_PEAK_OPS, "measureInt8PeakGops", iterations);
   }
 
   /** The same for BF16 dot products (VDPBF16PS): the peak the BF16 matmuls and MLA decode are read against. */
   public double measureBf16PeakGops(long iterations) {
+    return peakGops(NativeOps.BF16_PEAK_OPS, "measureBf16PeakGops", iterations);
+  }
+
+  /** Times one native peak loop ({@code (context, iterations) -> ops}) over every thread: ops per nanosecond. */
+  private double peakGops(java.lang.invoke.MethodHandle loop, String op, long iterations) {
     try {
       long start = System.nanoTime();
-      double ops = (double) NativeOps.BF16_PEAK_OPS.invokeExact(context, iterations);
+      double ops = (double) loop.invokeExact(context, iterations);
       return ops / (System.nanoTime() - start);
     } catch (Throwable t) {
-      throw rethrow("measureBf16PeakGops", t);
+      throw rethrow(op, t);
     }
   }
 
