@@ -202,35 +202,51 @@ INLINE int32_t column_pair(const uint16_t *row, int64_t c) {
   return pair;
 }
 
-/* mk_isa.heads_bf16_unit (mk_internal.h). 8 tokens x 32 outputs at a time: 16 chains; per pair 2 loads of wt and 8
- * broadcasts, one per token. */
+/* TN (1 to 8) tokens x 32 outputs: 2·TN chains; per pair 2 loads of wt and TN broadcasts, one per token. Tokens past
+ * TN are compiled out: aliased to the last token they had cost a lone decode token 8 tokens' dot products. */
+INLINE void heads_bf16_tokens(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, int64_t m, int64_t k,
+                              const uint32_t *wt, const int TN) {
+  int64_t full = k / 2;
+  __mmask16 lo = (__mmask16)(m >= 16 ? 0xFFFF : (1u << m) - 1), hi = (__mmask16)(m >= 32 ? 0xFFFF : m > 16 ? (1u << (m - 16)) - 1 : 0);
+#define ROW(i) const uint16_t *x##i = x + (i < TN ? i : 0) * ldx;
+  ROW(0) ROW(1) ROW(2) ROW(3) ROW(4) ROW(5) ROW(6) ROW(7)
+#undef ROW
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+  __m512 b0 = a0, b1 = a0, b2 = a0, b3 = a0, b4 = a0, b5 = a0, b6 = a0, b7 = a0;
+  for (int64_t j = 0; j < full; j++) {
+    __m512i w0 = _mm512_loadu_si512(wt + j * 32), w1 = _mm512_loadu_si512(wt + j * 32 + 16);
+#define DOT(i) if (i < TN) { __m512i xv = _mm512_set1_epi32(column_pair(x##i, j)); a##i = dpbf16(a##i, w0, xv), b##i = dpbf16(b##i, w1, xv); }
+    DOT(0) DOT(1) DOT(2) DOT(3) DOT(4) DOT(5) DOT(6) DOT(7)
+#undef DOT
+  }
+  if (k % 2) { /* the last column alone: the token's pair is (x[k - 1], 0), never the value past its row */
+    __m512i w0 = _mm512_loadu_si512(wt + full * 32), w1 = _mm512_loadu_si512(wt + full * 32 + 16);
+#define LAST(i) if (i < TN) { __m512i xv = _mm512_set1_epi32(x##i[k - 1]); a##i = dpbf16(a##i, w0, xv), b##i = dpbf16(b##i, w1, xv); }
+    LAST(0) LAST(1) LAST(2) LAST(3) LAST(4) LAST(5) LAST(6) LAST(7)
+#undef LAST
+  }
+#define STORE(i) if (i < TN) _mm512_mask_storeu_ps(out + i * ldo, lo, a##i), _mm512_mask_storeu_ps(out + i * ldo + 16, hi, b##i);
+  STORE(0) STORE(1) STORE(2) STORE(3) STORE(4) STORE(5) STORE(6) STORE(7)
+#undef STORE
+}
+
+/* mk_isa.heads_bf16_unit (mk_internal.h): the unit's weights transposed once, then its tokens 8 at a time. */
 void mk_avx512_heads_bf16_unit(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, const uint16_t *w, int64_t ldw,
                                int64_t n, int64_t m, int64_t k, uint32_t *wt) {
   transpose_pairs(wt, w, ldw, m, k);
-  int64_t full = k / 2;
-  __mmask16 lo = (__mmask16)(m >= 16 ? 0xFFFF : (1u << m) - 1), hi = (__mmask16)(m >= 32 ? 0xFFFF : m > 16 ? (1u << (m - 16)) - 1 : 0);
   for (int64_t t0 = 0; t0 < n; t0 += 8) {
-    int64_t tn = n - t0 < 8 ? n - t0 : 8;
-#define ROW(i) const uint16_t *x##i = x + (t0 + (i < tn ? i : tn - 1)) * ldx;
-    ROW(0) ROW(1) ROW(2) ROW(3) ROW(4) ROW(5) ROW(6) ROW(7)
-#undef ROW
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
-    __m512 b0 = a0, b1 = a0, b2 = a0, b3 = a0, b4 = a0, b5 = a0, b6 = a0, b7 = a0;
-    for (int64_t j = 0; j < full; j++) {
-      __m512i w0 = _mm512_loadu_si512(wt + j * 32), w1 = _mm512_loadu_si512(wt + j * 32 + 16);
-#define DOT(i) { __m512i xv = _mm512_set1_epi32(column_pair(x##i, j)); a##i = dpbf16(a##i, w0, xv), b##i = dpbf16(b##i, w1, xv); }
-      DOT(0) DOT(1) DOT(2) DOT(3) DOT(4) DOT(5) DOT(6) DOT(7)
-#undef DOT
+    float *o = out + t0 * ldo;
+    const uint16_t *xt = x + t0 * ldx;
+    switch (n - t0 < 8 ? n - t0 : 8) {
+      case 1: heads_bf16_tokens(o, ldo, xt, ldx, m, k, wt, 1); break;
+      case 2: heads_bf16_tokens(o, ldo, xt, ldx, m, k, wt, 2); break;
+      case 3: heads_bf16_tokens(o, ldo, xt, ldx, m, k, wt, 3); break;
+      case 4: heads_bf16_tokens(o, ldo, xt, ldx, m, k, wt, 4); break;
+      case 5: heads_bf16_tokens(o, ldo, xt, ldx, m, k, wt, 5); break;
+      case 6: heads_bf16_tokens(o, ldo, xt, ldx, m, k, wt, 6); break;
+      case 7: heads_bf16_tokens(o, ldo, xt, ldx, m, k, wt, 7); break;
+      default: heads_bf16_tokens(o, ldo, xt, ldx, m, k, wt, 8); break;
     }
-    if (k % 2) { /* the last column alone: the token's pair is (x[k - 1], 0), never the value past its row */
-      __m512i w0 = _mm512_loadu_si512(wt + full * 32), w1 = _mm512_loadu_si512(wt + full * 32 + 16);
-#define LAST(i) { __m512i xv = _mm512_set1_epi32(x##i[k - 1]); a##i = dpbf16(a##i, w0, xv), b##i = dpbf16(b##i, w1, xv); }
-      LAST(0) LAST(1) LAST(2) LAST(3) LAST(4) LAST(5) LAST(6) LAST(7)
-#undef LAST
-    }
-#define STORE(i) if (i < tn) _mm512_mask_storeu_ps(out + (t0 + i) * ldo, lo, a##i), _mm512_mask_storeu_ps(out + (t0 + i) * ldo + 16, hi, b##i);
-    STORE(0) STORE(1) STORE(2) STORE(3) STORE(4) STORE(5) STORE(6) STORE(7)
-#undef STORE
   }
 }
 
