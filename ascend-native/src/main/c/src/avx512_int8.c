@@ -98,7 +98,8 @@ INLINE __m128i reduce4_epi32(__m512i a, __m512i b, __m512i c, __m512i d) {
 /* The GEMM microkernel, MR (1 to 4) activation rows x 6 weight rows, with named accumulators (GCC shuffles an
  * array of them through spare registers); rows past MR are compiled out. It runs over one block of k and keeps
  * its accumulators in `lanes` (4 x 6 x 16 int32), so the caller can walk k in blocks that keep a weight tile in L1
- * across activation tiles; a partial tile of 1 to 3 rows rides along in the same pass over the weights. */
+ * across activation tiles; a partial tile of 1 to 3 rows rides along in the same pass over the weights. On the last
+ * block it writes the scaled outputs (`scale`) or the bare sums (`sums`), reduced four at a time. */
 INLINE void gemm_u8i8_mx6(int32_t *lanes, int init, int32_t *sums, const mk_i8_scale *scale, const uint8_t *xu,
                           int64_t ldx, const int8_t *w, int64_t ldw, int64_t k, const int MR) {
   __m512i *acc = (__m512i *)lanes;
