@@ -128,12 +128,25 @@ static int32_t argmax(const float *x, int64_t d) {
   return max == -INFINITY ? -1 : (int32_t)best;
 }
 
+/* Hides a float's value from the optimizer each iteration, in whatever register class floats live in here. */
+#if defined(__x86_64__)
+#define OPAQUE_FLOAT(v) __asm__ volatile("" : "+x"(v))
+#elif defined(__aarch64__)
+#define OPAQUE_FLOAT(v) __asm__ volatile("" : "+w"(v))
+#else
+#define OPAQUE_FLOAT(v) __asm__ volatile("" : "+m"(v))
+#endif
+
 static double bf16_peak_loop(int64_t iterations) {
-  /* Eight independent chains of 2-wide F32 dot products, as the portable BF16 matmul runs them. */
+  /* Eight independent chains of 2-wide F32 dot products, as the portable BF16 matmul runs them, each with operands
+   * of its own that are opaque each time: else the products are hoisted out of the loop and only adds are left. */
   volatile float seed = 0.5f;
   float acc[8] = {0}, a = seed, b = seed * 0.5f;
-  for (int64_t i = 0; i < iterations; i++)
-    for (int c = 0; c < 8; c++) acc[c] += a * b + (a - 0.25f) * (b + 0.125f);
+  for (int64_t i = 0; i < iterations; i++) {
+    for (int c = 0; c < 8; c++) acc[c] += a * (b + (float)c) + (a - 0.25f) * (b - (float)c);
+    OPAQUE_FLOAT(a);
+    OPAQUE_FLOAT(b);
+  }
   seed = acc[0] + acc[7];
   return (double)iterations * 8 * 2 * 2;
 }
