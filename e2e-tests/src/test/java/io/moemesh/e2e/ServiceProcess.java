@@ -11,6 +11,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * One service of the mesh as a real process: its packaged Quarkus app ({@code MODULE/target/quarkus-app}),
@@ -92,11 +93,25 @@ final class ServiceProcess implements AutoCloseable {
     return String.join("\n", lines.subList(Math.max(0, lines.size() - 40), lines.size()));
   }
 
+  /**
+   * A port no one listens on, from below the kernel's ephemeral range (Linux: 32768 and up), each handed out once. A
+   * port of {@code new ServerSocket(0)} is one the kernel also gives outgoing connections, and once one was taken
+   * that way between the pick and the service's bind ("port in use": a failed run).
+   */
   static int freePort() throws IOException {
-    try (var s = new ServerSocket(0)) {
-      return s.getLocalPort();
+    for (int tries = 0; tries < PORTS; tries++) {
+      int port = FIRST_PORT + Math.floorMod(NEXT_PORT.getAndIncrement(), PORTS);
+      try (var s = new ServerSocket(port)) {
+        return port;
+      } catch (IOException taken) {
+        // in use: the next one
+      }
     }
+    throw new IOException("no free port in [" + FIRST_PORT + ", " + (FIRST_PORT + PORTS) + ")");
   }
+
+  private static final int FIRST_PORT = 20000, PORTS = 12000;
+  private static final AtomicInteger NEXT_PORT = new AtomicInteger(new java.util.Random().nextInt(PORTS));
 
   /** kill -9: no shutdown hooks, connections dropped mid-frame. */
   void kill() throws InterruptedException {
