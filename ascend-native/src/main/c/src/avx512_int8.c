@@ -182,6 +182,41 @@ void mk_avx512_gemm_u8i8_tile(int32_t *lanes, int init, const mk_i8_scale *scale
   }
 }
 
+/* One weight row against one activation row: its dot and its sum (the +128 correction), each as a chain of
+ * VPDPBUSD over the row's 64-byte chunks (one sequential stream, prefetched ahead). */
+INLINE void gemv_row(__m512i *dot, __m512i *sum, const uint8_t *xu, const int8_t *w, int64_t k) {
+  const __m512i ones = _mm512_set1_epi8(1);
+  __m512i d = _mm512_setzero_si512(), s = d;
+  int64_t j = 0;
+  for (; j + 64 <= k; j += 64) {
+    __builtin_prefetch(w + j + MK_STREAM_AHEAD, 0, 3);
+    __m512i wv = _mm512_loadu_si512(w + j);
+    s = dpbusd(s, ones, wv);
+    d = dpbusd(d, _mm512_loadu_si512(xu + j), wv);
+  }
+  if (j < k) {
+    __mmask64 m = mask64(k - j);
+    __m512i wv = _mm512_maskz_loadu_epi8(m, w + j);
+    s = dpbusd(s, ones, wv);
+    d = dpbusd(d, _mm512_maskz_loadu_epi8(m, xu + j), wv);
+  }
+  *dot = d, *sum = s;
+}
+
+/* The GEMV's MK_I8_GEMV_NR (4) weight rows in turn, finished together: a row's own horizontal sums, correction and
+ * scaling cost as much as its 16 VPDPBUSD pairs at k = 1024, and left the next row's loads waiting behind them. */
+void mk_avx512_gemv_u8i8_rows(const mk_i8_scale *scale, const uint8_t *xu, const int8_t *w, int64_t ldw, int64_t k) {
+  __m512i d0, d1, d2, d3, s0, s1, s2, s3;
+  gemv_row(&d0, &s0, xu, w, k);
+  gemv_row(&d1, &s1, xu, w + ldw, k);
+  gemv_row(&d2, &s2, xu, w + 2 * ldw, k);
+  gemv_row(&d3, &s3, xu, w + 3 * ldw, k);
+  __m128i corr = _mm_slli_epi32(reduce4_epi32(s0, s1, s2, s3), 7); /* 128 · wsum, wrapping */
+  __m128i dot = _mm_sub_epi32(reduce4_epi32(d0, d1, d2, d3), corr);
+  __m128 f = _mm_mul_ps(_mm_mul_ps(_mm_cvtepi32_ps(dot), _mm_set1_ps(scale->xs[0])), _mm_loadu_ps(scale->ws));
+  _mm_storeu_ps(scale->out, f);
+}
+
 void mk_avx512_dot_u8i8_tile(int32_t *acc, int32_t *wsum, const uint8_t *xu, int64_t ldx, const int8_t *w, int64_t ldw,
                              int64_t mr, int64_t nr, int64_t k) {
   if (nr == 1 && mr <= 1) { /* GEMV: one weight row, its sum fused into the same pass */

@@ -111,6 +111,8 @@ typedef struct {
  * 1024 x 512 experts). */
 #define MK_STREAM_AHEAD 6144
 #define MK_I8_ROWS 8 /* activation rows per pass over one weight row */
+#define MK_BF16_GEMV_NR 16 /* weight rows per gemv_bf16_rows call: one hsum16x16 finishes them */
+#define MK_I8_GEMV_NR 4 /* weight rows per gemv_u8i8_rows call: one transposing reduction finishes them */
 
 typedef struct mk_isa {
   int32_t id;
@@ -127,6 +129,9 @@ typedef struct mk_isa {
    * MK_HEADS_SHORT_K), m <= 32 outputs of one head for all n tokens: out[t * ldo + o] = x row t · w row o, x rows
    * at stride ldx, w rows at ldw; wt: scratch of 32 * ((k + 1) / 2) words. Each output adds its products pair by
    * pair in column order (VDPBF16PS), the same for any n, so a row's bits never depend on the batch. */
+  /* Optional BF16 x BF16 GEMV of MK_BF16_GEMV_NR weight rows, one after another, against one activation row:
+   * out[o] each bit for bit matmul_bf16_tile's (its own chain, the same horizontal-sum tree). */
+  void (*gemv_bf16_rows)(float *out, const uint16_t *x, const uint16_t *w, int64_t ldw, int64_t k);
   void (*heads_bf16_unit)(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, const uint16_t *w, int64_t ldw,
                           int64_t n, int64_t m, int64_t k, uint32_t *wt);
   /* acc[t*MK_I8_NR + o] = Σ xu[t][j] * w[o][j] with xu = x + 128 as unsigned bytes; mr <= MK_I8_ROWS (0: sums
@@ -139,6 +144,9 @@ typedef struct mk_isa {
    * block `scale` is not null and the tile's outputs are written instead, as mk_matmul_i8 scales them. */
   void (*gemm_u8i8_tile)(int32_t *lanes, int init, const mk_i8_scale *scale, const uint8_t *xu, int64_t ldx,
                          const int8_t *w, int64_t ldw, int64_t k, int64_t mr);
+  /* Optional GEMV of MK_I8_GEMV_NR weight rows, one after another, against one activation row: writes the scaled
+   * outputs (`scale`; its wsum unused: each row's sum is taken in the same pass), as mk_matmul_i8 scales them. */
+  void (*gemv_u8i8_rows)(const mk_i8_scale *scale, const uint8_t *xu, const int8_t *w, int64_t ldw, int64_t k);
   /* n values F32 -> BF16, each as mk_f32_to_bf16 (subnormals rounded, not flushed), and BF16 -> F32. */
   void (*f32_to_bf16)(uint16_t *out, const float *in, int64_t n);
   void (*bf16_to_f32)(float *out, const uint16_t *in, int64_t n);
@@ -181,6 +189,7 @@ extern const mk_isa mk_isa_avx512;
 /* VDPBF16PS tiles (avx512_bf16.c, the only file built with -mavx512bf16); mk_isa_avx512's matmul_bf16_tile. */
 void mk_avx512_matmul_bf16_tile(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, const uint16_t *w,
                                 int64_t ldw, int64_t mr, int64_t nr, int64_t k);
+void mk_avx512_gemv_bf16_rows(float *out, const uint16_t *x, const uint16_t *w, int64_t ldw, int64_t k);
 void mk_avx512_heads_bf16_unit(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, const uint16_t *w, int64_t ldw,
                                int64_t n, int64_t m, int64_t k, uint32_t *wt);
 double mk_avx512_bf16_peak_loop(int64_t iterations);
@@ -191,6 +200,7 @@ void mk_avx512_dot_u8i8_tile(int32_t *acc, int32_t *wsum, const uint8_t *xu, int
                              int64_t mr, int64_t nr, int64_t k);
 void mk_avx512_gemm_u8i8_tile(int32_t *lanes, int init, const mk_i8_scale *scale, const uint8_t *xu, int64_t ldx,
                               const int8_t *w, int64_t ldw, int64_t k, int64_t mr);
+void mk_avx512_gemv_u8i8_rows(const mk_i8_scale *scale, const uint8_t *xu, const int8_t *w, int64_t ldw, int64_t k);
 double mk_avx512_int8_peak_loop(int64_t iterations);
 #endif
 

@@ -42,12 +42,22 @@ static void matmul_range(void *raw, int64_t o_begin, int64_t o_end) {
   matmul_job *j = raw;
   size_t xsize = j->x_bf16 ? 2 : 4, wsize = j->w_bf16 ? 2 : 4;
   int64_t tile = j->n < GEMV_ROWS && (size_t)j->k * wsize > GEMV_SHORT_ROW ? 1 : j->x_bf16 ? BF16_W_TILE : TILE;
+  /* one BF16 activation row against long weight rows: 16 weight rows a call */
+  int gemv16 = tile == 1 && j->n == 1 && j->x_bf16 && j->isa->gemv_bf16_rows != NULL;
+  if (gemv16) tile = MK_BF16_GEMV_NR;
   for (int64_t t0 = 0; t0 < j->n; t0 += X_BLOCK) {
     int64_t t_end = t0 + X_BLOCK < j->n ? t0 + X_BLOCK : j->n, x_tiles = (t_end - t0 + TILE - 1) / TILE;
     for (int64_t o = o_begin; o < o_end; o += tile) {
       int64_t nr = o_end - o < tile ? o_end - o : tile;
       int64_t next_nr = tile > 1 && o_end - (o + nr) > 0 ? (o_end - (o + nr) < tile ? o_end - (o + nr) : tile) : 0;
       const void *w = (const char *)j->w + (size_t)(o * j->ldw) * wsize;
+      if (gemv16) { /* 16 rows a call; a range's last few one at a time */
+        if (nr == MK_BF16_GEMV_NR) j->isa->gemv_bf16_rows(j->out + o, j->x, w, j->ldw, j->k);
+        else
+          for (int64_t r = 0; r < nr; r++)
+            j->isa->matmul_bf16_tile(j->out + o + r, j->ldo, j->x, j->ldx, (const uint16_t *)w + r * j->ldw, j->ldw, 1, 1, j->k);
+        continue;
+      }
       for (int64_t t = t0; t < t_end; t += TILE) {
         int64_t mr = t_end - t < TILE ? t_end - t : TILE;
         const void *x = (const char *)j->x + (size_t)(t * j->ldx) * xsize;
@@ -224,7 +234,7 @@ static void matmul_i8_range(void *raw, int64_t o_begin, int64_t o_end) {
    * stream for the prefetcher, each run against up to MK_I8_ROWS activation rows while it is in L1 (one row: the
    * GEMV, a weight row per call). More rows: 6-weight-row GEMM tiles over k blocks. */
   int few = j->n <= I8_FEW_ROWS;
-  int64_t tile = j->n == 1 ? 1 : MK_I8_NR, pass = few ? MK_I8_ROWS : TILE;
+  int64_t tile = j->n == 1 ? (j->isa->gemv_u8i8_rows != NULL ? MK_I8_GEMV_NR : 1) : MK_I8_NR, pass = few ? MK_I8_ROWS : TILE;
   int32_t *lanes = NULL, *rowsums = malloc(sizeof(int32_t) * (size_t)(o_end - o_begin + MK_I8_NR));
   if (rowsums == NULL) abort(); /* 4 bytes a row */
   if (j->isa->gemm_u8i8_tile != NULL && !few) {
@@ -237,6 +247,11 @@ static void matmul_i8_range(void *raw, int64_t o_begin, int64_t o_end) {
       int64_t nr = o_end - o < tile ? o_end - o : tile;
       const int8_t *w = j->w + o * j->ldw;
       int32_t *wsum = rowsums + (o - o_begin);
+      if (j->n == 1 && j->isa->gemv_u8i8_rows != NULL && nr == MK_I8_GEMV_NR) {
+        mk_i8_scale scale = {j->out + o, j->ldo, j->xs, j->ws + o, NULL};
+        j->isa->gemv_u8i8_rows(&scale, j->xu, w, j->ldw, j->k);
+        continue;
+      }
       if (lanes != NULL && nr == MK_I8_NR) {
         /* the weight rows' sums, once (the first activation block), in a pass of their own */
         if (t0 == 0) j->isa->dot_u8i8_tile(acc, wsum, j->xu, j->k, w, j->ldw, 0, nr, j->k);
