@@ -79,6 +79,13 @@ int32_t mk_matmul(mk_context *ctx, float *out, int64_t ldo, const void *x, int32
 int32_t mk_matmul_heads(mk_context *ctx, float *out, int64_t ldo, const void *x, int32_t x_dtype, int64_t ldx,
                         const void *w, int32_t w_dtype, int64_t n, int64_t heads, int64_t m, int64_t k);
 
+/* One matmul per head with w in (heads, k, m) layout, x · w[h] (no transpose): out row (t, h)[o] = Σ_c x row (t, h)[c] ·
+ * w[h][c][o], rows (t, h) as in mk_matmul_heads, w contiguous. F32 x: every output adds its products in column order,
+ * one rounding per multiply and per add (the reference's bits). BF16 x (BF16 w): on AVX512-BF16 pair by pair in column
+ * order (VDPBF16PS, outputs across the lanes), elsewhere as F32; the same for any n. */
+int32_t mk_matmul_heads_km(mk_context *ctx, float *out, int64_t ldo, const void *x, int32_t x_dtype, int64_t ldx,
+                           const void *w, int32_t w_dtype, int64_t n, int64_t heads, int64_t m, int64_t k);
+
 int32_t mk_quantize_rows(mk_context *ctx, int8_t *q, int64_t ldq, float *scales,
                          const void *x, int32_t x_dtype, int64_t ldx, int64_t n, int64_t k);
 

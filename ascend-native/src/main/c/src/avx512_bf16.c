@@ -255,10 +255,24 @@ INLINE void heads_bf16_tokens(float *out, int64_t ldo, const uint16_t *x, int64_
 #undef STORE
 }
 
-/* mk_isa.heads_bf16_unit (mk_internal.h): the unit's weights transposed once, then its tokens 8 at a time. */
-void mk_avx512_heads_bf16_unit(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, const uint16_t *w, int64_t ldw,
-                               int64_t n, int64_t m, int64_t k, uint32_t *wt) {
-  transpose_pairs(wt, w, ldw, m, k);
+/* wt[j * 32 + o] = (w[2j][o], w[2j + 1][o]) for o < m <= 32 (0 past m), j < (k + 1) / 2, from w (k, m) at row
+ * stride ldw: two rows' 32 values interleaved by two permutes, no transpose. An odd k's last pair is (w[k - 1][o], 0). */
+static void interleave_pairs(uint32_t *wt, const uint16_t *w, int64_t ldw, int64_t m, int64_t k) {
+  const __m512i lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8,
+                                      39, 7, 38, 6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+  const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
+  __mmask32 cols = mask32(m);
+  for (int64_t j = 0; 2 * j < k; j++) {
+    __m512i a = _mm512_maskz_loadu_epi16(cols, w + 2 * j * ldw);
+    __m512i b = 2 * j + 1 < k ? _mm512_maskz_loadu_epi16(cols, w + (2 * j + 1) * ldw) : _mm512_setzero_si512();
+    _mm512_storeu_si512(wt + j * 32, _mm512_permutex2var_epi16(a, lo, b));
+    _mm512_storeu_si512(wt + j * 32 + 16, _mm512_permutex2var_epi16(a, hi, b));
+  }
+}
+
+/* A unit's tokens 8 at a time against its pairs wt. */
+static void heads_bf16_all_tokens(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, int64_t n, int64_t m,
+                                  int64_t k, const uint32_t *wt) {
   for (int64_t t0 = 0; t0 < n; t0 += 8) {
     float *o = out + t0 * ldo;
     const uint16_t *xt = x + t0 * ldx;
@@ -273,6 +287,20 @@ void mk_avx512_heads_bf16_unit(float *out, int64_t ldo, const uint16_t *x, int64
       default: heads_bf16_tokens(o, ldo, xt, ldx, m, k, wt, 8); break;
     }
   }
+}
+
+/* mk_isa.heads_bf16_unit (mk_internal.h): the unit's weight rows transposed into pairs once, then its tokens. */
+void mk_avx512_heads_bf16_unit(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, const uint16_t *w, int64_t ldw,
+                               int64_t n, int64_t m, int64_t k, uint32_t *wt) {
+  transpose_pairs(wt, w, ldw, m, k);
+  heads_bf16_all_tokens(out, ldo, x, ldx, n, m, k, wt);
+}
+
+/* mk_isa.heads_km_bf16_unit: the same over weights already laid out (k, m), so a pair is two rows interleaved. */
+void mk_avx512_heads_km_bf16_unit(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, const uint16_t *w,
+                                  int64_t ldw, int64_t n, int64_t m, int64_t k, uint32_t *wt) {
+  interleave_pairs(wt, w, ldw, m, k);
+  heads_bf16_all_tokens(out, ldo, x, ldx, n, m, k, wt);
 }
 
 /* Fourteen independent VDPBF16PS chains in registers (its latency needs 13 to keep 2 a cycle busy): 14 · 32

@@ -134,6 +134,10 @@ typedef struct mk_isa {
   void (*gemv_bf16_rows)(float *out, const uint16_t *x, const uint16_t *w, int64_t ldw, int64_t k);
   void (*heads_bf16_unit)(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, const uint16_t *w, int64_t ldw,
                           int64_t n, int64_t m, int64_t k, uint32_t *wt);
+  /* Optional (NULL: F32 sums): one unit of matmul_heads_km for BF16 x and w, m <= 32 outputs of one head for all n
+   * tokens, w (k, m) at row stride ldw: as heads_bf16_unit, its pairs (w[2j][o], w[2j + 1][o]) taken from two rows. */
+  void (*heads_km_bf16_unit)(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, const uint16_t *w, int64_t ldw,
+                             int64_t n, int64_t m, int64_t k, uint32_t *wt);
   /* acc[t*MK_I8_NR + o] = Σ xu[t][j] * w[o][j] with xu = x + 128 as unsigned bytes; mr <= MK_I8_ROWS (0: sums
    * only), nr <= MK_I8_NR. When wsum is not null it also gets wsum[o] = Σ w[o][j] (fused where it can be, so a
    * GEMV or a few rows read each weight row once). */
@@ -190,6 +194,8 @@ extern const mk_isa mk_isa_avx512;
 void mk_avx512_matmul_bf16_tile(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, const uint16_t *w,
                                 int64_t ldw, int64_t mr, int64_t nr, int64_t k);
 void mk_avx512_gemv_bf16_rows(float *out, const uint16_t *x, const uint16_t *w, int64_t ldw, int64_t k);
+void mk_avx512_heads_km_bf16_unit(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, const uint16_t *w, int64_t ldw,
+                                  int64_t n, int64_t m, int64_t k, uint32_t *wt);
 void mk_avx512_heads_bf16_unit(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, const uint16_t *w, int64_t ldw,
                                int64_t n, int64_t m, int64_t k, uint32_t *wt);
 double mk_avx512_bf16_peak_loop(int64_t iterations);

@@ -154,6 +154,66 @@ MK_EXPORT int32_t mk_matmul_heads(mk_context *ctx, float *out, int64_t ldo, cons
   return MK_OK;
 }
 
+/* ---- matmul_heads_km: x · w[h] with w (heads, k, m); work units (head, 32 outputs), head-major ---- */
+typedef struct {
+  const mk_isa *isa;
+  float *out;
+  const void *x, *w;
+  int64_t ldo, ldx, n, heads, m, k, blocks;
+  int32_t x_bf16, w_bf16;
+} heads_km_job;
+
+/* x row (t, h)[c] and w[h][c][o] as F32 (BF16 widens exactly). */
+static inline float heads_km_x(const heads_km_job *j, int64_t row, int64_t c) {
+  return j->x_bf16 ? mk_bf16_to_f32(((const uint16_t *)j->x)[row * j->ldx + c]) : ((const float *)j->x)[row * j->ldx + c];
+}
+
+/* One unit in F32: each output adds x[c]·w[c][o] in column order, rounded once per multiply and per add. */
+static void heads_km_f32_unit(const heads_km_job *j, int64_t h, int64_t o0, int64_t mo) {
+  for (int64_t t = 0; t < j->n; t++) {
+    int64_t row = t * j->heads + h;
+    float acc[32] = {0};
+    for (int64_t c = 0; c < j->k; c++) {
+      float xc = heads_km_x(j, row, c);
+      size_t at = (size_t)((h * j->k + c) * j->m + o0);
+      if (j->w_bf16)
+        for (int64_t o = 0; o < mo; o++) acc[o] = acc[o] + xc * mk_bf16_to_f32(((const uint16_t *)j->w)[at + o]);
+      else
+        for (int64_t o = 0; o < mo; o++) acc[o] = acc[o] + xc * ((const float *)j->w)[at + o];
+    }
+    for (int64_t o = 0; o < mo; o++) j->out[row * j->ldo + o0 + o] = acc[o];
+  }
+}
+
+static void heads_km_range(void *raw, int64_t begin, int64_t end) {
+  const heads_km_job *j = raw;
+  int units = j->x_bf16 && j->isa->heads_km_bf16_unit != NULL;
+  uint32_t *wt = units ? aligned_alloc(64, sizeof(uint32_t) * 32 * (size_t)((j->k + 1) / 2 + 1)) : NULL;
+  if (units && wt == NULL) abort(); /* 64 KiB at k = 1024; failure here means the process is already lost */
+  for (int64_t u = begin; u < end; u++) {
+    int64_t h = u / j->blocks, o0 = u % j->blocks * 32, mo = j->m - o0 < 32 ? j->m - o0 : 32;
+    if (units)
+      j->isa->heads_km_bf16_unit(j->out + h * j->ldo + o0, j->heads * j->ldo, (const uint16_t *)j->x + h * j->ldx,
+                                 j->heads * j->ldx, (const uint16_t *)j->w + h * j->k * j->m + o0, j->m, j->n, mo, j->k, wt);
+    else heads_km_f32_unit(j, h, o0, mo);
+  }
+  free(wt);
+}
+
+MK_EXPORT int32_t mk_matmul_heads_km(mk_context *ctx, float *out, int64_t ldo, const void *x, int32_t x_dtype,
+                                     int64_t ldx, const void *w, int32_t w_dtype, int64_t n, int64_t heads, int64_t m,
+                                     int64_t k) {
+  if (ctx == NULL || out == NULL || x == NULL || w == NULL) return MK_E_NULL;
+  if (n < 0 || heads < 0 || m < 0 || k < 0 || ldo < m || ldx < k) return MK_E_SHAPE;
+  if (w_dtype != MK_F32 && w_dtype != MK_BF16) return MK_E_DTYPE;
+  if (x_dtype != MK_F32 && !(x_dtype == MK_BF16 && w_dtype == MK_BF16)) return MK_E_DTYPE;
+  if (n == 0 || heads == 0 || m == 0) return MK_OK;
+  heads_km_job j = {ctx->isa, out, x, w, ldo, ldx, n, heads, m, k, (m + 31) / 32, x_dtype == MK_BF16, w_dtype == MK_BF16};
+  int64_t wsize = w_dtype == MK_BF16 ? 2 : 4;
+  mk_parallel_for(ctx, heads * j.blocks, 1, heads * m * k * wsize + n * heads * m * k, heads_km_range, &j);
+  return MK_OK;
+}
+
 /* ---- quantize_rows ---- */
 typedef struct {
   const mk_isa *isa;

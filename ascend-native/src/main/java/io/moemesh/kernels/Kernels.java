@@ -57,6 +57,17 @@ public interface Kernels extends AutoCloseable {
   void matmulHeads(Tensor out, Tensor x, Tensor w);
 
   /**
+   * One matmul per head with weights laid out (heads, k, m), not transposed: {@code out[t,h,o] = Σ_c x[t,h,c] ·
+   * w[h,c,o]} — MLA's absorbed W_UK in its checkpoint layout ({@code einsum("bshd,hdc->bshc")} in DeepSeek's
+   * reference), so a backend reads its weights as they lie instead of transposing them every call. An F32 x adds each
+   * output's products in column order, one rounding per multiply and per add (the reference's bits); a BF16 x (with
+   * BF16 w) may sum in an order of its own (AVX-512 adds them pair by pair, outputs across its lanes), within tolerance
+   * of the reference. Every (t, h) row's bits are independent of the others in the batch. out F32 (n, heads, m); x F32
+   * or BF16 (n, heads, k) whose (t, h) rows share one row stride; w F32 or BF16 (heads, k, m), contiguous.
+   */
+  void matmulHeadsKm(Tensor out, Tensor x, Tensor w);
+
+  /**
    * A8W8 matmul: {@code out[t][o] = (float) Σ_j xq[t][j]·w[o][j] · xScales[t] · wScales[o]} with exact
    * INT32 accumulation, multiplied left to right in F32. out F32 (n, m); xq I8 (n, k); xScales F32 (n);
    * w I8 (m, k); wScales F32 (m). INT8 values are in [-127, 127] (as {@link #quantizeRows} makes them).

@@ -132,6 +132,13 @@ public final class NativeKernels extends ValidatingKernels implements AutoClosea
   }
 
   @Override
+  protected void doMatmulHeadsKm(Tensor out, Tensor x, Tensor w) {
+    call("matmulHeadsKm", ctx -> (int) NativeOps.MATMUL_HEADS_KM.invokeExact(ctx, out.segment(), out.rowStride(),
+        x.segment(), x.dtype().code(), x.rowStride(), w.segment(), w.dtype().code(), (long) x.dim(0), (long) w.dim(0),
+        (long) w.dim(2), (long) w.dim(1)), out, x, w);
+  }
+
+  @Override
   protected void doQuantizeRows(Tensor q, Tensor scales, Tensor x) {
     call("quantizeRows", ctx -> (int) NativeOps.QUANTIZE_ROWS.invokeExact(ctx, q.segment(), q.rowStride(),
         scales.segment(), x.segment(), x.dtype().code(), x.rowStride(), x.numRows(), (long) x.rowLength()), q, scales, x);

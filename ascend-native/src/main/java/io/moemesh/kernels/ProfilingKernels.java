@@ -184,6 +184,12 @@ public final class ProfilingKernels implements Kernels {
   }
 
   @Override
+  public void matmulHeadsKm(Tensor out, Tensor x, Tensor w) {
+    time(() -> new Key("matmulHeadsKm", w, x.dtype()), () -> Work.moving(out, x, w).plusMacs(x.dtype(), out.numElements() * w.dim(1)),
+        () -> inner.matmulHeadsKm(out, x, w));
+  }
+
+  @Override
   public void quantizeRows(Tensor q, Tensor scales, Tensor x) {
     time("quantizeRows", () -> Work.moving(q, scales, x), () -> inner.quantizeRows(q, scales, x));
   }

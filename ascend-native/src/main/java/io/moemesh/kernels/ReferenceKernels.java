@@ -65,6 +65,24 @@ public final class ReferenceKernels extends ValidatingKernels {
     }
   }
 
+  /** Each output in column order, in F32: {@code acc = acc + x[c] · w[c][o]}, one rounding per multiply and per add. */
+  @Override
+  protected void doMatmulHeadsKm(Tensor out, Tensor x, Tensor w) {
+    int heads = w.dim(0), k = w.dim(1), m = w.dim(2);
+    for (long t = 0; t < x.dim(0); t++) {
+      for (int h = 0; h < heads; h++) {
+        long r = t * heads + h;
+        float[] xr = row(x, r);
+        float[] outR = new float[m];
+        for (int c = 0; c < k; c++) {
+          float[] wc = row(w, (long) h * k + c);
+          for (int o = 0; o < m; o++) outR[o] = outR[o] + xr[c] * wc[o];
+        }
+        store(out, r, outR);
+      }
+    }
+  }
+
   @Override
   protected void doQuantizeRows(Tensor q, Tensor scales, Tensor x) {
     for (long t = 0; t < x.numRows(); t++) {

@@ -26,7 +26,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * matmulInt8Grouped bit for bit the reference and the same kernels' matmulInt8 called group by group;
  * matmulHeads bit for bit the same kernels' matmul called head by head, but for BF16 rows of at most 128 (summed pair
  * by pair, outputs across the lanes): those within tolerance of the reference, each row independent of the batch
- * (matmul itself is held to the reference in {@link LinearOpsContract}).
+ * (matmul itself is held to the reference in {@link LinearOpsContract}); matmulHeadsKm (weights (heads, k, m)) bit for
+ * bit the reference for an F32 x, within tolerance of it for a BF16 x, each row independent of the batch.
  */
 final class GroupedLinearContract {
   private GroupedLinearContract() {}
@@ -228,6 +229,76 @@ final class GroupedLinearContract {
       check().rejected("matmulHeads", k -> k.matmulHeads(out, in[0], uniform(arena(), random, F32, 1, 3, 6, 8)), out); // m
       check().rejected("matmulHeads", k -> k.matmulHeads(out, uniform(arena(), random, BF16, 1, 2, 3, 8), in[1]), out); // BF16 x, F32 w
       check().rejected("matmulHeads", k -> k.matmulHeads(out, in[2], in[1]), out); // rank 2
+    }
+  }
+  interface MatmulHeadsKm extends ContractBase {
+    /** (n, heads, k, m, x dtype, w dtype): W_UK at decode batches 1 and 17, W_UV laid out (k, m), odd and edge sizes. */
+    static Stream<Arguments> shapes() {
+      return Stream.of(Arguments.of(1, 16, 64, 256, F32, BF16), Arguments.of(17, 16, 64, 256, BF16, BF16),
+          Arguments.of(3, 16, 256, 64, BF16, BF16), Arguments.of(3, 5, 7, 9, F32, F32), Arguments.of(5, 3, 33, 17, BF16, BF16),
+          Arguments.of(9, 2, 1, 33, BF16, BF16), Arguments.of(8, 1, 127, 16, BF16, BF16), Arguments.of(2, 2, 129, 40, BF16, BF16),
+          Arguments.of(17, 2, 1021, 5, F32, BF16), Arguments.of(1, 1, 1, 1, F32, F32), Arguments.of(4, 3, 64, 40, F32, F32));
+    }
+
+    static Call call() {
+      return (k, out, in) -> k.matmulHeadsKm(out[0], in[0], in[1]);
+    }
+
+    /** {x (n, heads, k) as a column slice of a wider tensor, as MLA passes q's no-rope part; w (heads, k, m)}. */
+    private Tensor[] inputs(Random random, int n, int heads, int k, int m, DType xType, DType wType) {
+      Tensor wide = uniform(arena(), random, xType, 1, n, heads, k + 3);
+      return new Tensor[] {wide.cols(0, k), uniform(arena(), random, wType, 1, heads, k, m)};
+    }
+
+    @ParameterizedTest(name = "n {0}, heads {1}, k {2}, m {3}, x {4}, w {5}")
+    @MethodSource("shapes")
+    default void matchesReference(int n, int heads, int k, int m, DType xType, DType wType) {
+      Tensor[] in = inputs(new Random(seed(n, heads, k, m, xType, wType)), n, heads, k, m, xType, wType);
+      if (xType == F32) {
+        check().exact("matmulHeadsKm", call(), in, garbage(arena(), F32, n, heads, m));
+        return;
+      }
+      Tensor actual = check().actual("matmulHeadsKm", call(), in, garbage(arena(), F32, n, heads, m))[0];
+      Tensor expected = check().expected(call(), in, garbage(arena(), F32, n, heads, m))[0];
+      float[] x = in[0].toFloatArray(), w = in[1].toFloatArray(); // logical order, though x is a column slice
+      double[] magnitude = new double[n * heads * m]; // Σ_c |x[t,h,c]·w[h,c,o]|
+      for (int t = 0; t < n; t++)
+        for (int h = 0; h < heads; h++)
+          for (int o = 0; o < m; o++)
+            for (int c = 0; c < k; c++)
+              magnitude[(t * heads + h) * m + o] += Math.abs((double) x[(t * heads + h) * k + c] * w[(h * k + c) * m + o]);
+      assertWithinTolerance("matmulHeadsKm", actual, expected, magnitude);
+    }
+
+    @ParameterizedTest(name = "k {0}, x {1}")
+    @MethodSource("batchCases")
+    default void rowsAreIndependentOfTheBatch(int k, DType xType) {
+      Tensor[] in = inputs(new Random(31 + k), 17, 3, k, 40, xType, BF16);
+      check().rowsIndependent("matmulHeadsKm", (kernels, out, from, to) -> kernels.matmulHeadsKm(out[0], in[0].rows(from, to), in[1]),
+          17, garbage(arena(), F32, 17, 3, 40));
+    }
+
+    static Stream<Arguments> batchCases() {
+      return Stream.of(Arguments.of(33, BF16), Arguments.of(64, BF16), Arguments.of(256, BF16), Arguments.of(64, F32));
+    }
+
+    @Test
+    default void acceptsRowStridedViews() {
+      Tensor[] in = inputs(new Random(33), 3, 4, 19, 7, F32, BF16);
+      check().viewsAgree("matmulHeadsKm", call(), in, new Tensor[] {garbage(arena(), F32, 3, 4, 7)}, in[1]); // w: contiguous, offset only
+    }
+
+    @Test
+    default void rejectsMismatchedShapesAndDtypes() {
+      var random = new Random(34);
+      Tensor[] in = inputs(random, 2, 3, 8, 5, F32, F32);
+      Tensor out = garbage(arena(), F32, 2, 3, 5);
+      check().rejected("matmulHeadsKm", k -> k.matmulHeadsKm(out, in[0], uniform(arena(), random, F32, 1, 2, 8, 5)), out); // 2 heads of w
+      check().rejected("matmulHeadsKm", k -> k.matmulHeadsKm(out, in[0], uniform(arena(), random, F32, 1, 3, 9, 5)), out); // k
+      check().rejected("matmulHeadsKm", k -> k.matmulHeadsKm(out, in[0], uniform(arena(), random, F32, 1, 3, 8, 6)), out); // m
+      check().rejected("matmulHeadsKm", k -> k.matmulHeadsKm(out, in[0], uniform(arena(), random, F32, 1, 3, 5, 8)), out); // (heads, m, k)
+      check().rejected("matmulHeadsKm", k -> k.matmulHeadsKm(out, uniform(arena(), random, BF16, 1, 2, 3, 8), in[1]), out); // BF16 x, F32 w
+      check().rejected("matmulHeadsKm", k -> k.matmulHeadsKm(out, uniform(arena(), random, F32, 1, 6, 8), in[1]), out); // rank 2
     }
   }
 }

@@ -50,6 +50,8 @@ final class SampleCalls {
     Tensor keys = TestTensors.uniform(in, random, F32, 1, 5, 2, 4);
     Tensor values = TestTensors.uniform(in, random, F32, 1, 5, 2, 3);
     Tensor causalLens = in.ofInts(new int[] {3, 4, 5}, 3);
+    Tensor headsW = TestTensors.uniform(in, random, BF16, 1, 2, 5, 4); // (heads, m, k)
+    Tensor headsWKm = TestTensors.uniform(in, random, BF16, 1, 2, 4, 5); // (heads, k, m)
 
     Tensor matmulOut = out.allocate(F32, 3, 5);
     Tensor q8 = out.allocate(I8, 3, 8);
@@ -71,9 +73,13 @@ final class SampleCalls {
     Tensor sum = out.allocate(F32, 3, 8);
     Tensor groupedOut = out.allocate(F32, 3, 5);
     Tensor rowOffsets = in.ofInts(new int[] {0, 1, 1, 3}, 4);
+    Tensor headsOut = out.allocate(F32, 3, 2, 5);
+    Tensor headsKmOut = out.allocate(F32, 3, 2, 5);
 
     return List.of(
         new SampleCall("matmul", List.of(matmulOut), k -> k.matmul(matmulOut, x, w)),
+        new SampleCall("matmulHeads", List.of(headsOut), k -> k.matmulHeads(headsOut, x.reshape(3, 2, 4), headsW)),
+        new SampleCall("matmulHeadsKm", List.of(headsKmOut), k -> k.matmulHeadsKm(headsKmOut, x.reshape(3, 2, 4), headsWKm)),
         new SampleCall("quantizeRows", List.of(q8, scales), k -> k.quantizeRows(q8, scales, x)),
         new SampleCall("matmulInt8", List.of(int8Out), k -> k.matmulInt8(int8Out, xq, xScales, wq, wScales)),
         new SampleCall("matmulInt8Grouped", List.of(groupedOut), k -> k.matmulInt8Grouped(groupedOut, xq, xScales,

@@ -32,13 +32,13 @@ public final class Mla {
   private final Linear wkvA;  // (kvLoraRank + rope, dim)
   private final Tensor kvNorm; // (kvLoraRank) F32
   private final Linear wkvB;  // (heads * (nope + v), kvLoraRank)
-  private final Tensor wUkT;  // (heads, kvLoraRank, nope): W_UK transposed per head, for q absorption
+  private final Tensor wUk;   // (heads, nope, kvLoraRank): W_UK per head, for q absorption
   private final Tensor wUv;   // (heads, v, kvLoraRank): W_UV per head, for the output
   private final Linear wo;    // (dim, heads * v)
   private final DType queryDType; // of the absorbed attention's operands: BF16 in int8 precision, else F32
 
   public Mla(ModelConfig c, int layerId, Linear wq, Linear wqA, Tensor qNorm, Linear wqB, Linear wkvA, Tensor kvNorm,
-      Linear wkvB, Tensor wUkT, Tensor wUv, Linear wo, DType queryDType) {
+      Linear wkvB, Tensor wUk, Tensor wUv, Linear wo, DType queryDType) {
     this.c = c;
     this.queryDType = queryDType;
     this.layerId = layerId;
@@ -49,7 +49,7 @@ public final class Mla {
     this.wkvA = wkvA;
     this.kvNorm = kvNorm;
     this.wkvB = wkvB;
-    this.wUkT = wUkT;
+    this.wUk = wUk;
     this.wUv = wUv;
     this.wo = wo;
   }
@@ -159,7 +159,7 @@ public final class Mla {
     }
     Tensor qLatent = scratch.empty(DType.F32, n, heads, rank);
     Tensor oLatent = scratch.empty(DType.F32, n, heads, rank);
-    k.matmulHeads(qLatent, inQueryDType(k, qRows.cols(0, nope), scratch), wUkT);
+    k.matmulHeadsKm(qLatent, inQueryDType(k, qRows.cols(0, nope), scratch), wUk); // q_nope · W_UK, W_UK as it lies
     var kv = new PagedLatentKv(cache.pages(layerId), scratch.ofInts(table, n, maxPages), scratch.ofInts(lens, n));
     k.mlaDecode(oLatent, inQueryDType(k, qLatent, scratch), inQueryDType(k, qRows.cols(nope, qk), scratch), kv,
         c.softmaxScale());
@@ -185,6 +185,6 @@ public final class Mla {
    */
   public long decodeWeightBytes() {
     long bytes = wkvA.bytes() + wo.bytes() + (wq != null ? wq.bytes() : wqA.bytes() + wqB.bytes());
-    return bytes + wUkT.numElements() * wUkT.dtype().byteSize() + wUv.numElements() * wUv.dtype().byteSize();
+    return bytes + wUk.numElements() * wUk.dtype().byteSize() + wUv.numElements() * wUv.dtype().byteSize();
   }
 }

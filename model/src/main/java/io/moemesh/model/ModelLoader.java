@@ -73,17 +73,16 @@ final class ModelLoader {
     Tensor kvNorm = w.f32(p + "kv_a_layernorm.weight", rank);
     Tensor kvB = w.matrix(p + "kv_b_proj.weight", heads * (nope + v), rank); // (heads * (nope + v), rank)
     Linear wkvB = precision == Precision.INT8 ? w.quantize(kvB) : Linear.of(kvB, precision); // naive form; absorbed below
-    Tensor wUkT = w.allocate(kvB.dtype(), heads, rank, nope);
+    // each head's rows of W_KV_B: its nope rows are W_UK (nope, rank), its v rows W_UV (v, rank), both as they lie
+    Tensor wUk = w.allocate(kvB.dtype(), heads, nope, rank);
     Tensor wUv = w.allocate(kvB.dtype(), heads, v, rank);
     for (int h = 0; h < heads; h++) {
-      long base = (long) h * (nope + v) * rank;
-      for (int d = 0; d < nope; d++)
-        for (int r = 0; r < rank; r++)
-          wUkT.setFloat(((long) h * rank + r) * nope + d, kvB.getFloat(base + (long) d * rank + r));
-      wUv.rows(h, h + 1).reshape(v, rank).copyFrom(kvB.rows(h * (nope + v) + nope, (h + 1) * (nope + v)));
+      int first = h * (nope + v);
+      wUk.rows(h, h + 1).reshape(nope, rank).copyFrom(kvB.rows(first, first + nope));
+      wUv.rows(h, h + 1).reshape(v, rank).copyFrom(kvB.rows(first + nope, first + nope + v));
     }
     Linear wo = w.linear(p + "o_proj", dim, heads * v, true);
-    return new Mla(c, cacheLayer, wq, wqA, qNorm, wqB, wkvA, kvNorm, wkvB, wUkT, wUv, wo, Mla.queryDType(precision));
+    return new Mla(c, cacheLayer, wq, wqA, qNorm, wqB, wkvA, kvNorm, wkvB, wUk, wUv, wo, Mla.queryDType(precision));
   }
 
   Tensor embedding(String name) {
