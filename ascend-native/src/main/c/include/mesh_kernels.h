@@ -73,9 +73,7 @@ int32_t mk_matmul(mk_context *ctx, float *out, int64_t ldo, const void *x, int32
 /* Per-row symmetric INT8: q(n,k), scales(n), x(n,k) of dtype MK_F32 or MK_BF16. */
 /* One matmul per head: out row (t, h) = x row (t, h) · w[h]ᵀ for t < n, h < heads, rows (t, h) at t * heads + h
  * (strides ldo, ldx between consecutive rows), w (heads, m, k) contiguous. Each head's rows give the bits
- * mk_matmul gives them, but for BF16 x with k <= 128 on AVX512-BF16: those add their products pair by pair in column
- * order (outputs across the lanes, no horizontal sums), the same for any n. The heads' weight rows are split across
- * threads together (one hand-off, not heads). */
+ * mk_matmul gives them. The heads' weight rows are split across threads together (one hand-off, not heads). */
 int32_t mk_matmul_heads(mk_context *ctx, float *out, int64_t ldo, const void *x, int32_t x_dtype, int64_t ldx,
                         const void *w, int32_t w_dtype, int64_t n, int64_t heads, int64_t m, int64_t k);
 

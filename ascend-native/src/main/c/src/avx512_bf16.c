@@ -175,50 +175,13 @@ void mk_avx512_matmul_bf16_tile(float *out, int64_t ldo, const uint16_t *x, int6
 #undef SHAPE
 }
 
-/* ---- matmul_heads with short BF16 rows: outputs across the lanes ----
+/* ---- matmul_heads_km on BF16: outputs across the lanes ----
  *
- * The absorbed MLA's W_UK has rows of k = 64: as dot products, every output paid a horizontal sum of its 16 lanes
- * for two VDPBF16PS. Here the lanes are 16 outputs: a unit's weight rows are transposed once into column pairs
- * (wt[j] lane o = pair j of row o), each token's pair j is broadcast from its row into VDPBF16PS, and an output's
- * lane adds its pairs in column order (an odd k's last column pairs with 0) — the same order for any token, batch
- * or unit, so a row's bits never depend on the others. */
-
-/* Transposes 16 rows of 16 dwords in place: lane c of v[r] goes to lane r of v[c]. */
-INLINE void transpose16x16(__m512i *v) {
-  __m512i t[16];
-  for (int i = 0; i < 16; i += 4) {
-    t[i] = _mm512_unpacklo_epi32(v[i], v[i + 1]), t[i + 1] = _mm512_unpackhi_epi32(v[i], v[i + 1]);
-    t[i + 2] = _mm512_unpacklo_epi32(v[i + 2], v[i + 3]), t[i + 3] = _mm512_unpackhi_epi32(v[i + 2], v[i + 3]);
-  }
-  for (int i = 0; i < 16; i += 4) {
-    v[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]), v[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
-    v[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]), v[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
-  }
-  for (int i = 0; i < 16; i += 8)
-    for (int d = 0; d < 4; d++) {
-      t[i + d] = _mm512_shuffle_i32x4(v[i + d], v[i + 4 + d], 0x88);
-      t[i + 4 + d] = _mm512_shuffle_i32x4(v[i + d], v[i + 4 + d], 0xDD);
-    }
-  for (int d = 0; d < 8; d++) {
-    v[d] = _mm512_shuffle_i32x4(t[d], t[8 + d], 0x88);
-    v[8 + d] = _mm512_shuffle_i32x4(t[d], t[8 + d], 0xDD);
-  }
-}
-
-/* wt[j * 32 + o] = pair j of weight row o (o < m <= 32; rows past m are 0), j < (k + 1) / 2: 16 rows x 16 pairs
- * at a time. An odd k's last pair is (w[k - 1], 0): the masked load stops at k. */
-static void transpose_pairs(uint32_t *wt, const uint16_t *w, int64_t ldw, int64_t m, int64_t k) {
-  int64_t pairs = (k + 1) / 2;
-  for (int64_t half = 0; half < 2; half++)
-    for (int64_t j0 = 0; j0 < pairs; j0 += 16) {
-      __m512i v[16];
-      __mmask32 cols = mask32(k - 2 * j0);
-      for (int64_t r = 0; r < 16; r++)
-        v[r] = 16 * half + r < m ? _mm512_maskz_loadu_epi16(cols, w + (16 * half + r) * ldw + 2 * j0) : _mm512_setzero_si512();
-      transpose16x16(v);
-      for (int64_t j = 0; j < 16 && j0 + j < pairs; j++) _mm512_storeu_si512(wt + (j0 + j) * 32 + 16 * half, v[j]);
-    }
-}
+ * The absorbed MLA's W_UK has k = 64: as dot products, every output would pay a horizontal sum of its 16 lanes for
+ * two VDPBF16PS. Here the lanes are 16 outputs: a unit's weights (k, m) are interleaved into column pairs (wt[j] lane
+ * o = (w[2j][o], w[2j + 1][o])), each token's pair j is broadcast from its row into VDPBF16PS, and an output's lane
+ * adds its pairs in column order (an odd k's last column pairs with 0) — the same order for any token, batch or unit,
+ * so a row's bits never depend on the others. */
 
 /* Columns 2c and 2c + 1 of a BF16 row as one 32-bit pair (a row may be only 2-byte aligned). */
 INLINE int32_t column_pair(const uint16_t *row, int64_t c) {
@@ -289,14 +252,7 @@ static void heads_bf16_all_tokens(float *out, int64_t ldo, const uint16_t *x, in
   }
 }
 
-/* mk_isa.heads_bf16_unit (mk_internal.h): the unit's weight rows transposed into pairs once, then its tokens. */
-void mk_avx512_heads_bf16_unit(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, const uint16_t *w, int64_t ldw,
-                               int64_t n, int64_t m, int64_t k, uint32_t *wt) {
-  transpose_pairs(wt, w, ldw, m, k);
-  heads_bf16_all_tokens(out, ldo, x, ldx, n, m, k, wt);
-}
-
-/* mk_isa.heads_km_bf16_unit: the same over weights already laid out (k, m), so a pair is two rows interleaved. */
+/* mk_isa.heads_km_bf16_unit (mk_internal.h): the unit's pairs, then its tokens 8 at a time. */
 void mk_avx512_heads_km_bf16_unit(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, const uint16_t *w,
                                   int64_t ldw, int64_t n, int64_t m, int64_t k, uint32_t *wt) {
   interleave_pairs(wt, w, ldw, m, k);

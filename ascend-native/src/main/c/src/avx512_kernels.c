@@ -291,7 +291,6 @@ const mk_isa mk_isa_avx512 = {
     .exp2_sum = exp2_sum,
     .mla_block_bf16 = mk_avx512_mla_block_bf16,
     .gemv_bf16_rows = mk_avx512_gemv_bf16_rows,
-    .heads_bf16_unit = mk_avx512_heads_bf16_unit,
     .heads_km_bf16_unit = mk_avx512_heads_km_bf16_unit,
     .argmax = argmax,
     .int8_peak_loop = mk_avx512_int8_peak_loop,

@@ -102,9 +102,6 @@ typedef struct {
 } mk_i8_scale;
 
 /* ---- the row kernels of one instruction set; every public op is a loop over these ---- */
-/* Rows up to this long take matmul_heads' heads_bf16_unit: a horizontal sum per output costs more than their dot
- * products (W_UK's k = 64; at W_UV's k = 256 the per-call transposes cost batch 1 more than batch 32 gains). */
-#define MK_HEADS_SHORT_K 128
 #define MK_I8_NR 6 /* weight rows per INT8 tile: 4 x 6 accumulators fill AVX-512's 32 registers */
 /* Bytes ahead of a single weight stream (GEMV, a few rows per weight row) that its kernels prefetch: with the
  * hardware prefetcher alone the few-row A8W8 experts took 1.25x as long (4-8 KiB measured best on 512 x 1024 and
@@ -125,17 +122,13 @@ typedef struct mk_isa {
                            int64_t mr, int64_t nr, int64_t k);
   /* When not null: the layout matmul_tile wants x in for BF16 weights (xp and x both length k). */
   void (*prepare_x_bf16)(float *xp, const float *x, int64_t k);
-  /* Optional (NULL: matmul tiles head by head): one unit of matmul_heads for BF16 x and w with short rows (k <=
-   * MK_HEADS_SHORT_K), m <= 32 outputs of one head for all n tokens: out[t * ldo + o] = x row t · w row o, x rows
-   * at stride ldx, w rows at ldw; wt: scratch of 32 * ((k + 1) / 2) words. Each output adds its products pair by
-   * pair in column order (VDPBF16PS), the same for any n, so a row's bits never depend on the batch. */
   /* Optional BF16 x BF16 GEMV of MK_BF16_GEMV_NR weight rows, one after another, against one activation row:
    * out[o] each bit for bit matmul_bf16_tile's (its own chain, the same horizontal-sum tree). */
   void (*gemv_bf16_rows)(float *out, const uint16_t *x, const uint16_t *w, int64_t ldw, int64_t k);
-  void (*heads_bf16_unit)(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, const uint16_t *w, int64_t ldw,
-                          int64_t n, int64_t m, int64_t k, uint32_t *wt);
   /* Optional (NULL: F32 sums): one unit of matmul_heads_km for BF16 x and w, m <= 32 outputs of one head for all n
-   * tokens, w (k, m) at row stride ldw: as heads_bf16_unit, its pairs (w[2j][o], w[2j + 1][o]) taken from two rows. */
+   * tokens: out[t * ldo + o] = Σ_c x[t][c] · w[c][o], x rows at stride ldx, w (k, m) at row stride ldw; wt: scratch of
+   * 32 * ((k + 1) / 2 + 1) words. Each output adds its products pair by pair, (w[2j][o], w[2j + 1][o]), in column
+   * order (VDPBF16PS), the same for any n, so a row's bits never depend on the batch. */
   void (*heads_km_bf16_unit)(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, const uint16_t *w, int64_t ldw,
                              int64_t n, int64_t m, int64_t k, uint32_t *wt);
   /* acc[t*MK_I8_NR + o] = Σ xu[t][j] * w[o][j] with xu = x + 128 as unsigned bytes; mr <= MK_I8_ROWS (0: sums
@@ -196,8 +189,6 @@ void mk_avx512_matmul_bf16_tile(float *out, int64_t ldo, const uint16_t *x, int6
 void mk_avx512_gemv_bf16_rows(float *out, const uint16_t *x, const uint16_t *w, int64_t ldw, int64_t k);
 void mk_avx512_heads_km_bf16_unit(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, const uint16_t *w, int64_t ldw,
                                   int64_t n, int64_t m, int64_t k, uint32_t *wt);
-void mk_avx512_heads_bf16_unit(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, const uint16_t *w, int64_t ldw,
-                               int64_t n, int64_t m, int64_t k, uint32_t *wt);
 double mk_avx512_bf16_peak_loop(int64_t iterations);
 void mk_avx512_mla_block_bf16(int32_t *m, float *l, float *o, int64_t ldo, const uint16_t *q, int64_t ldq, int64_t hn,
                               const void *const *rows, int64_t count, int64_t width, int64_t rank, float scale);

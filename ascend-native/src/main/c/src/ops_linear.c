@@ -106,20 +106,6 @@ static void heads_range(void *raw, int64_t begin, int64_t end) {
   }
 }
 
-/* Short BF16 rows with the ISA's heads_bf16_unit: units of (head, 32 outputs), one transposed-weight scratch a range. */
-static void heads_unit_range(void *raw, int64_t begin, int64_t end) {
-  heads_job *j = raw;
-  uint32_t *wt = aligned_alloc(64, sizeof(uint32_t) * 32 * (size_t)((j->heads[0].k + 1) / 2 + 1));
-  if (wt == NULL) abort(); /* at most 8 KiB; failure here means the process is already lost */
-  for (int64_t u = begin; u < end; u++) {
-    const matmul_job *head = &j->heads[u / j->blocks];
-    int64_t o = u % j->blocks * 32, m = j->m - o < 32 ? j->m - o : 32;
-    head->isa->heads_bf16_unit(head->out + o, head->ldo, head->x, head->ldx, (const uint16_t *)head->w + o * head->ldw,
-                               head->ldw, head->n, m, head->k, wt);
-  }
-  free(wt);
-}
-
 MK_EXPORT int32_t mk_matmul_heads(mk_context *ctx, float *out, int64_t ldo, const void *x, int32_t x_dtype, int64_t ldx,
                                   const void *w, int32_t w_dtype, int64_t n, int64_t heads, int64_t m, int64_t k) {
   if (ctx == NULL || out == NULL || x == NULL || w == NULL) return MK_E_NULL;
@@ -145,10 +131,9 @@ MK_EXPORT int32_t mk_matmul_heads(mk_context *ctx, float *out, int64_t ldo, cons
     jobs[h] = (matmul_job){ctx->isa, out + h * ldo, xh, (const char *)w + (size_t)(h * m * k) * wsize, heads * ldo,
                            heads * (xp != NULL ? k : ldx), k, n, k, x_bf16, w_bf16};
   }
-  int units = x_bf16 && k <= MK_HEADS_SHORT_K && ctx->isa->heads_bf16_unit != NULL;
-  heads_job j = {jobs, units ? (m + 31) / 32 : (m + 15) / 16, m};
+  heads_job j = {jobs, (m + 15) / 16, m};
   mk_parallel_for(ctx, heads * j.blocks, 1, heads * m * k * (int64_t)wsize + n * heads * m * k,
-                  units ? heads_unit_range : heads_range, &j);
+                  heads_range, &j);
   free(jobs);
   free(xp);
   return MK_OK;

@@ -47,12 +47,10 @@ public interface Kernels extends AutoCloseable {
 
   /**
    * One matmul per head in one call: {@code out[t,h,:] = x[t,h,:] · w[h]ᵀ}, each head bit for bit {@link #matmul} on
-   * that head's rows — but for BF16 rows of at most 128, which a backend may sum in an order of its own (AVX-512 adds
-   * them pair by pair with the outputs across its lanes: no horizontal sum per output of W_UK's k = 64); every
-   * (t, h) row's bits are still independent of the others in the batch. out F32 (n, heads, m); x F32 or BF16 (n, heads, k) whose (t, h) rows share one row stride (a
+   * that head's rows. out F32 (n, heads, m); x F32 or BF16 (n, heads, k) whose (t, h) rows share one row stride (a
    * column slice of a wider (n, heads, ·) tensor is fine); w F32 or BF16 (heads, m, k), contiguous; a BF16 x needs
-   * BF16 w. MLA's absorbed projections (the query into the latent space, the latent output back out) are this:
-   * hundreds of tiny matmuls a decode step, as one call per layer.
+   * BF16 w. MLA's absorbed output projection (the latent output back out through W_UV, {@code einsum("bshc,hdc->bshd")})
+   * is this: hundreds of tiny matmuls a decode step, as one call per layer.
    */
   void matmulHeads(Tensor out, Tensor x, Tensor w);
 
