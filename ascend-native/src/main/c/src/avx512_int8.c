@@ -182,64 +182,6 @@ void mk_avx512_gemm_u8i8_tile(int32_t *lanes, int init, const mk_i8_scale *scale
   }
 }
 
-/* One weight row against MR (1 to 4) activation rows: their dots and the row's sum (the +128 correction), each a
- * chain of VPDPBUSD over the row's 64-byte chunks (one sequential stream, prefetched ahead). */
-#define FEW_ROW(o)                                                                                           \
-  do {                                                                                                       \
-    const int8_t *wo = w + o * ldw;                                                                          \
-    int64_t j = 0;                                                                                           \
-    for (; j + 64 <= k; j += 64) {                                                                           \
-      __builtin_prefetch(wo + j + MK_STREAM_AHEAD, 0, 3);                                                    \
-      __m512i wv = _mm512_loadu_si512(wo + j);                                                               \
-      s##o = dpbusd(s##o, ones, wv);                                                                         \
-      c0##o = dpbusd(c0##o, _mm512_loadu_si512(xu + j), wv);                                                 \
-      if (MR > 1) c1##o = dpbusd(c1##o, _mm512_loadu_si512(xu + ldx + j), wv);                               \
-      if (MR > 2) c2##o = dpbusd(c2##o, _mm512_loadu_si512(xu + 2 * ldx + j), wv);                           \
-      if (MR > 3) c3##o = dpbusd(c3##o, _mm512_loadu_si512(xu + 3 * ldx + j), wv);                           \
-    }                                                                                                        \
-    if (j < k) {                                                                                             \
-      __mmask64 m = mask64(k - j);                                                                           \
-      __m512i wv = _mm512_maskz_loadu_epi8(m, wo + j);                                                       \
-      s##o = dpbusd(s##o, ones, wv);                                                                         \
-      c0##o = dpbusd(c0##o, _mm512_maskz_loadu_epi8(m, xu + j), wv);                                         \
-      if (MR > 1) c1##o = dpbusd(c1##o, _mm512_maskz_loadu_epi8(m, xu + ldx + j), wv);                       \
-      if (MR > 2) c2##o = dpbusd(c2##o, _mm512_maskz_loadu_epi8(m, xu + 2 * ldx + j), wv);                   \
-      if (MR > 3) c3##o = dpbusd(c3##o, _mm512_maskz_loadu_epi8(m, xu + 3 * ldx + j), wv);                   \
-    }                                                                                                        \
-  } while (0)
-
-/* MK_I8_FEW_NR (4) weight rows in turn against MR activation rows, finished together: one transposing reduction for
- * the four sums and one per activation row for its four dots, the correction and scaling on 4 lanes. A row's own
- * horizontal sums and scalar scaling cost the GEMV as much as its 16 VPDPBUSD pairs at k = 1024. */
-INLINE void few_u8i8_x4(const mk_i8_scale *scale, const uint8_t *xu, int64_t ldx, const int8_t *w, int64_t ldw,
-                        int64_t k, const int MR) {
-  const __m512i ones = _mm512_set1_epi8(1);
-  __m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0, s3 = s0;
-  __m512i c00 = s0, c01 = s0, c02 = s0, c03 = s0, c10 = s0, c11 = s0, c12 = s0, c13 = s0;
-  __m512i c20 = s0, c21 = s0, c22 = s0, c23 = s0, c30 = s0, c31 = s0, c32 = s0, c33 = s0;
-  FEW_ROW(0); FEW_ROW(1); FEW_ROW(2); FEW_ROW(3);
-  __m128i corr = _mm_slli_epi32(reduce4_epi32(s0, s1, s2, s3), 7); /* 128 · wsum, wrapping */
-  __m128 ws = _mm_loadu_ps(scale->ws);
-#define FINISH(t)                                                                                            \
-  if (MR > t) {                                                                                              \
-    __m128i dot = _mm_sub_epi32(reduce4_epi32(c##t##0, c##t##1, c##t##2, c##t##3), corr);                    \
-    _mm_storeu_ps(scale->out + t * scale->ldo, _mm_mul_ps(_mm_mul_ps(_mm_cvtepi32_ps(dot), _mm_set1_ps(scale->xs[t])), ws)); \
-  }
-  FINISH(0) FINISH(1) FINISH(2) FINISH(3)
-#undef FINISH
-}
-#undef FEW_ROW
-
-void mk_avx512_few_u8i8_rows(const mk_i8_scale *scale, const uint8_t *xu, int64_t ldx, const int8_t *w, int64_t ldw,
-                             int64_t k, int64_t mr) {
-  switch (mr) {
-    case 1: few_u8i8_x4(scale, xu, ldx, w, ldw, k, 1); return;
-    case 2: few_u8i8_x4(scale, xu, ldx, w, ldw, k, 2); return;
-    case 3: few_u8i8_x4(scale, xu, ldx, w, ldw, k, 3); return;
-    default: few_u8i8_x4(scale, xu, ldx, w, ldw, k, 4); return;
-  }
-}
-
 void mk_avx512_dot_u8i8_tile(int32_t *acc, int32_t *wsum, const uint8_t *xu, int64_t ldx, const int8_t *w, int64_t ldw,
                              int64_t mr, int64_t nr, int64_t k) {
   if (nr == 1 && mr <= 1) { /* GEMV: one weight row, its sum fused into the same pass */

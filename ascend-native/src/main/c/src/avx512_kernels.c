@@ -277,7 +277,6 @@ const mk_isa mk_isa_avx512 = {
     .prepare_x_bf16 = prepare_x_bf16,
     .dot_u8i8_tile = mk_avx512_dot_u8i8_tile,
     .gemm_u8i8_tile = mk_avx512_gemm_u8i8_tile,
-    .few_u8i8_rows = mk_avx512_few_u8i8_rows,
     .f32_to_bf16 = f32_to_bf16,
     .bf16_to_f32 = bf16_to_f32,
     .quantize_row = quantize_row,

@@ -109,7 +109,6 @@ typedef struct {
 #define MK_STREAM_AHEAD 6144
 #define MK_I8_ROWS 8 /* activation rows per pass over one weight row */
 #define MK_BF16_GEMV_NR 16 /* weight rows per gemv_bf16_rows call: one hsum16x16 finishes them */
-#define MK_I8_FEW_NR 4 /* weight rows per few_u8i8_rows call: one transposing reduction finishes them */
 
 typedef struct mk_isa {
   int32_t id;
@@ -141,11 +140,6 @@ typedef struct mk_isa {
    * block `scale` is not null and the tile's outputs are written instead, as mk_matmul_i8 scales them. */
   void (*gemm_u8i8_tile)(int32_t *lanes, int init, const mk_i8_scale *scale, const uint8_t *xu, int64_t ldx,
                          const int8_t *w, int64_t ldw, int64_t k, int64_t mr);
-  /* Optional: MK_I8_FEW_NR weight rows, one after another, against mr (1 to 4) activation rows (a GEMV, or a routed
-   * expert's share of a decode batch): writes the scaled outputs (`scale`; its wsum unused: each weight row's sum is
-   * taken in the same pass), as mk_matmul_i8 scales them. */
-  void (*few_u8i8_rows)(const mk_i8_scale *scale, const uint8_t *xu, int64_t ldx, const int8_t *w, int64_t ldw, int64_t k,
-                        int64_t mr);
   /* n values F32 -> BF16, each as mk_f32_to_bf16 (subnormals rounded, not flushed), and BF16 -> F32. */
   void (*f32_to_bf16)(uint16_t *out, const float *in, int64_t n);
   void (*bf16_to_f32)(float *out, const uint16_t *in, int64_t n);
@@ -199,8 +193,6 @@ void mk_avx512_dot_u8i8_tile(int32_t *acc, int32_t *wsum, const uint8_t *xu, int
                              int64_t mr, int64_t nr, int64_t k);
 void mk_avx512_gemm_u8i8_tile(int32_t *lanes, int init, const mk_i8_scale *scale, const uint8_t *xu, int64_t ldx,
                               const int8_t *w, int64_t ldw, int64_t k, int64_t mr);
-void mk_avx512_few_u8i8_rows(const mk_i8_scale *scale, const uint8_t *xu, int64_t ldx, const int8_t *w, int64_t ldw,
-                             int64_t k, int64_t mr);
 double mk_avx512_int8_peak_loop(int64_t iterations);
 #endif
 

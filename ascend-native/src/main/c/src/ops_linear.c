@@ -276,12 +276,10 @@ static void matmul_i8_range(void *raw, int64_t o_begin, int64_t o_end) {
   matmul_i8_job *j = raw;
   int32_t acc[MK_I8_ROWS * MK_I8_NR];
   /* Few rows (decode; a routed expert's share of a batch): weight rows one after another, a single sequential
-   * stream for the prefetcher, each run against up to MK_I8_ROWS activation rows while it is in L1. More rows:
-   * 6-weight-row GEMM tiles over k blocks. */
+   * stream for the prefetcher, each run against up to MK_I8_ROWS activation rows while it is in L1 (one row: the
+   * GEMV, a weight row per call). More rows: 6-weight-row GEMM tiles over k blocks. */
   int few = j->n <= I8_FEW_ROWS;
-  /* up to 4 rows: 4 weight rows a call, finished together (from 5 rows, two passes over them cost more: 0.87x at 6) */
-  int x4 = j->n <= 4 && j->isa->few_u8i8_rows != NULL;
-  int64_t tile = x4 ? MK_I8_FEW_NR : j->n == 1 ? 1 : MK_I8_NR, pass = few ? MK_I8_ROWS : TILE;
+  int64_t tile = j->n == 1 ? 1 : MK_I8_NR, pass = few ? MK_I8_ROWS : TILE;
   int32_t *lanes = NULL, *rowsums = malloc(sizeof(int32_t) * (size_t)(o_end - o_begin + MK_I8_NR));
   if (rowsums == NULL) abort(); /* 4 bytes a row */
   if (j->isa->gemm_u8i8_tile != NULL && !few) {
@@ -294,13 +292,6 @@ static void matmul_i8_range(void *raw, int64_t o_begin, int64_t o_end) {
       int64_t nr = o_end - o < tile ? o_end - o : tile;
       const int8_t *w = j->w + o * j->ldw;
       int32_t *wsum = rowsums + (o - o_begin);
-      if (x4 && nr == MK_I8_FEW_NR) {
-        for (int64_t t = t0; t < t_end; t += 4) {
-          mk_i8_scale scale = {j->out + t * j->ldo + o, j->ldo, j->xs + t, j->ws + o, NULL};
-          j->isa->few_u8i8_rows(&scale, j->xu + t * j->k, j->k, w, j->ldw, j->k, t_end - t < 4 ? t_end - t : 4);
-        }
-        continue;
-      }
       if (lanes != NULL && nr == MK_I8_NR) {
         /* the weight rows' sums, once (the first activation block), in a pass of their own */
         if (t0 == 0) j->isa->dot_u8i8_tile(acc, wsum, j->xu, j->k, w, j->ldw, 0, nr, j->k);
