@@ -25,30 +25,30 @@ public abstract class ValidatingKernels implements Kernels {
 
   @Override
   public final void matmulHeads(Tensor out, Tensor x, Tensor w) {
-    var c = new Check("matmulHeads", out, x, w);
-    c.dtype(out, "out", F32).dtype(x, "x", F32, BF16).dtype(w, "w", F32, BF16);
-    if (x.dtype() == BF16 && w.dtype() != BF16)
-      c.fail("a BF16 x needs BF16 weights (a BF16 × BF16 dot product), got x " + x + " with w " + w);
-    if (out.rank() != 3 || x.rank() != 3 || w.rank() != 3) c.fail("out (n, heads, m), x (n, heads, k) and w (heads, m, k) must have rank 3");
-    if (x.dim(0) != out.dim(0) || x.dim(1) != out.dim(1) || w.dim(0) != out.dim(1))
-      c.fail("out, x and w disagree on n or heads");
+    var c = headsChecked("matmulHeads", out, x, w, "(heads, m, k)");
     if (w.dim(1) != out.dim(2) || w.dim(2) != x.dim(2)) c.fail("w (heads, m, k) must match out's m and x's k");
-    if (!w.isContiguous()) c.fail("w must be contiguous");
     doMatmulHeads(out, x, w);
   }
 
   @Override
   public final void matmulHeadsKm(Tensor out, Tensor x, Tensor w) {
-    var c = new Check("matmulHeadsKm", out, x, w);
+    var c = headsChecked("matmulHeadsKm", out, x, w, "(heads, k, m)");
+    if (w.dim(1) != x.dim(2) || w.dim(2) != out.dim(2)) c.fail("w (heads, k, m) must match x's k and out's m");
+    doMatmulHeadsKm(out, x, w);
+  }
+
+  /** What the per-head matmuls share: dtypes, ranks, n and heads, a contiguous w laid out {@code wLayout}. */
+  private static Check headsChecked(String op, Tensor out, Tensor x, Tensor w, String wLayout) {
+    var c = new Check(op, out, x, w);
     c.dtype(out, "out", F32).dtype(x, "x", F32, BF16).dtype(w, "w", F32, BF16);
     if (x.dtype() == BF16 && w.dtype() != BF16)
       c.fail("a BF16 x needs BF16 weights (a BF16 × BF16 dot product), got x " + x + " with w " + w);
-    if (out.rank() != 3 || x.rank() != 3 || w.rank() != 3) c.fail("out (n, heads, m), x (n, heads, k) and w (heads, k, m) must have rank 3");
+    if (out.rank() != 3 || x.rank() != 3 || w.rank() != 3)
+      c.fail("out (n, heads, m), x (n, heads, k) and w " + wLayout + " must have rank 3");
     if (x.dim(0) != out.dim(0) || x.dim(1) != out.dim(1) || w.dim(0) != out.dim(1))
       c.fail("out, x and w disagree on n or heads");
-    if (w.dim(1) != x.dim(2) || w.dim(2) != out.dim(2)) c.fail("w (heads, k, m) must match x's k and out's m");
     if (!w.isContiguous()) c.fail("w must be contiguous");
-    doMatmulHeadsKm(out, x, w);
+    return c;
   }
 
   @Override
