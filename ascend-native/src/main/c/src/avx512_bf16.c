@@ -278,39 +278,6 @@ double mk_avx512_bf16_peak_loop(int64_t iterations) {
 
 /* ---- MLA decode on BF16 latent rows: one block of up to 16 positions for up to 4 heads per call ---- */
 
-/* Scores of 4 heads against 4 rows: each 32-value chunk of a row is loaded once for 4 heads and each chunk of q once
- * for 4 rows (16 VDPBF16PS chains in named registers: as an array, GCC spilled them inside the loop), so the loop
- * is bound by the dot products, not the loads. Full chunks with plain loads, then the masked tail. Lane 4h + r of
- * the result is head h against row r. */
-#define MLA_SCORES_STEP(LOAD)                                                                                 \
-  do {                                                                                                        \
-    __m512i k0 = LOAD(r0 + c), k1 = LOAD(r1 + c), k2 = LOAD(r2 + c), k3 = LOAD(r3 + c), qv = LOAD(q0 + c);   \
-    a00 = dpbf16(a00, qv, k0), a01 = dpbf16(a01, qv, k1), a02 = dpbf16(a02, qv, k2), a03 = dpbf16(a03, qv, k3); \
-    qv = LOAD(q1 + c);                                                                                        \
-    a10 = dpbf16(a10, qv, k0), a11 = dpbf16(a11, qv, k1), a12 = dpbf16(a12, qv, k2), a13 = dpbf16(a13, qv, k3); \
-    qv = LOAD(q2 + c);                                                                                        \
-    a20 = dpbf16(a20, qv, k0), a21 = dpbf16(a21, qv, k1), a22 = dpbf16(a22, qv, k2), a23 = dpbf16(a23, qv, k3); \
-    qv = LOAD(q3 + c);                                                                                        \
-    a30 = dpbf16(a30, qv, k0), a31 = dpbf16(a31, qv, k1), a32 = dpbf16(a32, qv, k2), a33 = dpbf16(a33, qv, k3); \
-  } while (0)
-#define LOAD_FULL(p) _mm512_loadu_si512(p)
-#define LOAD_TAIL(p) _mm512_maskz_loadu_epi16(tail, p)
-
-INLINE __m512 mla_scores_4x4(const uint16_t *q0, const uint16_t *q1, const uint16_t *q2, const uint16_t *q3,
-                             const uint16_t *r0, const uint16_t *r1, const uint16_t *r2, const uint16_t *r3, int64_t width) {
-  int64_t full = width / 32 * 32;
-  __mmask32 tail = mask32(width - full);
-  __m512 a00 = _mm512_setzero_ps(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00, a13 = a00,
-         a20 = a00, a21 = a00, a22 = a00, a23 = a00, a30 = a00, a31 = a00, a32 = a00, a33 = a00;
-  int64_t c = 0;
-  for (; c < full; c += 32) MLA_SCORES_STEP(LOAD_FULL);
-  if (c < width) MLA_SCORES_STEP(LOAD_TAIL);
-  return hsum16x16(a00, a01, a02, a03, a10, a11, a12, a13, a20, a21, a22, a23, a30, a31, a32, a33);
-}
-#undef MLA_SCORES_STEP
-#undef LOAD_FULL
-#undef LOAD_TAIL
-
 /* v · 2^-delta lane by lane, as mk_scale_down_pow2 (delta > 0). */
 INLINE __m512 scale_down_pow2_ps(__m512 v, int32_t delta) {
   __m512i bits = _mm512_castps_si512(v), d = _mm512_set1_epi32(delta);
@@ -320,103 +287,196 @@ INLINE __m512 scale_down_pow2_ps(__m512 v, int32_t delta) {
   return _mm512_castsi512_ps(_mm512_mask_and_epi32(scaled, flush, bits, _mm512_set1_epi32((int32_t)0x80000000u)));
 }
 
-/* The online softmax step and the value sums of mk_isa.mla_block_bf16. Scores: 4 registers, one per 4 positions
- * (lane 4h + r: head h, position 4·quad + r; positions past count at -inf). Each head's block max is the max of
- * its 16 lanes; its state moves with mk_mla_raise, as mla.c's online_softmax; the weights 2^(s - m) are the
- * lanes of exp2_ps, as its exp2_sum, and the denominators add the block's weights per head. Then 64 columns of o
- * for 4 heads live in 16 named registers while the block's rows go by two at a time, each pair interleaved once
- * for 4 heads, whose BF16 weights it meets in one VDPBF16PS per 16 columns. A missing head of an edge tile uses the
- * first head's query and state, so it computes the first head's numbers; its state and sums are not stored. */
-void mk_avx512_mla_block_bf16(int32_t *m, float *l, float *o, int64_t ldo, const uint16_t *q, int64_t ldq, int64_t hn,
-                              const void *const *rows, int64_t count, int64_t width, int64_t rank, float scale) {
-  int64_t h1 = hn > 1 ? 1 : 0, h2 = hn > 2 ? 2 : 0, h3 = hn > 3 ? 3 : 0;
-  const uint16_t *q0 = q, *q1 = q + h1 * ldq, *q2 = q + h2 * ldq, *q3 = q + h3 * ldq;
-  __m512 s[4];
-  for (int64_t quad = 0; quad < 4; quad++) {
-    int64_t p0 = 4 * quad;
-    if (p0 >= count) {
-      s[quad] = _mm512_set1_ps(-INFINITY);
-      continue;
-    }
-    const uint16_t *r0 = rows[p0], *r1 = rows[p0 + 1 < count ? p0 + 1 : p0], *r2 = rows[p0 + 2 < count ? p0 + 2 : p0],
-                   *r3 = rows[p0 + 3 < count ? p0 + 3 : p0];
-    __m512 sums = _mm512_mul_ps(mla_scores_4x4(q0, q1, q2, q3, r0, r1, r2, r3, width), _mm512_set1_ps(scale));
-    __mmask16 present = (__mmask16)(0x1111u * ((1u << (count - p0 < 4 ? count - p0 : 4)) - 1)); /* lanes 4h + r */
-    s[quad] = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), present, sums);
-  }
-  /* per head (one 128-bit quarter each): the block max, the new state, the weights and their sum */
-  __m512 top = _mm512_max_ps(_mm512_max_ps(s[0], s[1]), _mm512_max_ps(s[2], s[3]));
-  top = _mm512_max_ps(top, _mm512_permute_ps(top, 0xB1));
-  top = _mm512_max_ps(top, _mm512_permute_ps(top, 0x4E));
-  float tops[16];
-  _mm512_storeu_ps(tops, top);
-  int32_t hm[4], delta[4];
-  float hl[4];
-  const int64_t head[4] = {0, h1, h2, h3};
-  for (int h = 0; h < 4; h++) {
-    hm[h] = m[head[h]], hl[h] = l[head[h]];
-    delta[h] = mk_mla_raise(&hm[h], &hl[h], mk_mla_ceiling(tops[4 * h]));
-  }
-  float quarters[16]; /* each head's running max in its quarter */
-  for (int i = 0; i < 16; i++) quarters[i] = (float)hm[i / 4];
-  __m512 ms = _mm512_loadu_ps(quarters);
-  /* the weights as BF16, w[16·quad + 4h + r] for head h, position 4·quad + r: positions p, p + 1 (p even) of a head
-   * are one 32-bit pair, as VDPBF16PS takes them */
-  uint16_t w[64];
-  for (int quad = 0; quad < 4; quad++) {
-    s[quad] = exp2_ps(_mm512_sub_ps(s[quad], ms)); /* -inf (no position) gives +0 */
-    _mm256_storeu_si256((__m256i *)(w + 16 * quad), (__m256i)_mm512_cvtneps_pbh(s[quad]));
-  }
-  __m512 total = _mm512_add_ps(_mm512_add_ps(s[0], s[1]), _mm512_add_ps(s[2], s[3]));
-  total = _mm512_add_ps(total, _mm512_permute_ps(total, 0x4E));
-  total = _mm512_add_ps(total, _mm512_permute_ps(total, 0xB1));
-  float totals[16];
-  _mm512_storeu_ps(totals, total);
-  for (int64_t h = 0; h < hn; h++) m[h] = hm[h], l[h] = hl[h] + totals[4 * h];
+/* MLA decode for a tile of 16 heads (mk_isa.mla_tile_bf16).
+ *
+ * Scores: head h in lane h. Each register of the tile's query holds 4 heads × 4 column pairs (lane 4j + r: head
+ * 4j + g of quarter g, pair r of an 8-column step), so one 16-byte piece of a row, broadcast to all four 128-bit
+ * lanes, meets 4 heads in each of 4 VDPBF16PS: 4 rows × 4 quarters make 16 chains, and a head's 4 partial sums
+ * (column pairs r mod 4) add up as (r0 + r2) + (r1 + r3) in a 4 × 4 transpose, whatever lane the head has.
+ * Softmax: lane-wise. Values: a pair of rows is interleaved column by column by two in-lane unpacks (shuffles across
+ * 128-bit lanes cost a Zen 5 core as much as a dot product), so the outputs of a 32-column chunk lie permuted
+ * (unpacklo's columns 0-3, 8-11, 16-19, 24-27, then unpackhi's) until the item's last block puts them in order. */
+#define ROWS4(X) X(0) X(1) X(2) X(3)
 
-  /* value sums: a pair of positions' row chunks interleaved column by column, (a_c, b_c) in lane c, so one
-   * VDPBF16PS adds both positions' products to 16 columns in their own order */
+/* lane 4j + g = Σ_r a_g[4j + r], summed (r0 + r2) + (r1 + r3) */
+INLINE __m512 reduce_quarters(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
+  __m512 x01 = _mm512_add_ps(_mm512_unpacklo_ps(a0, a1), _mm512_unpackhi_ps(a0, a1));
+  __m512 x23 = _mm512_add_ps(_mm512_unpacklo_ps(a2, a3), _mm512_unpackhi_ps(a2, a3));
+  return _mm512_add_ps(_mm512_shuffle_ps(x01, x23, _MM_SHUFFLE(1, 0, 1, 0)), _mm512_shuffle_ps(x01, x23, _MM_SHUFFLE(3, 2, 3, 2)));
+}
+
+/* s[p] = (q · run row p) · scale for the 16 rows of a run, lanes = heads; one prefetch of `ahead` per step */
+static void tile_scores(__m512 *s, const uint32_t *qt, const uint16_t *run, int64_t ld, int64_t width, float scale,
+                        const char *const *ahead, int64_t ahead_n) {
+  int64_t steps = width / 8, tail = width % 8, k = 0;
+  __mmask8 tail_mask = (__mmask8)((1u << tail) - 1);
+  for (int64_t p0 = 0; p0 < 16; p0 += 4) {
+    const uint16_t *r0 = run + p0 * ld, *r1 = r0 + ld, *r2 = r1 + ld, *r3 = r2 + ld;
+#define ZERO(i) __m512 a##i##0 = _mm512_setzero_ps(), a##i##1 = a##i##0, a##i##2 = a##i##0, a##i##3 = a##i##0;
+    ROWS4(ZERO)
+#undef ZERO
+#define STEP(LOAD)                                                                                           \
+  do {                                                                                                       \
+    const uint32_t *qs = qt + 64 * st;                                                                       \
+    __m512i q0 = _mm512_loadu_si512(qs), q1 = _mm512_loadu_si512(qs + 16), q2 = _mm512_loadu_si512(qs + 32), \
+            q3 = _mm512_loadu_si512(qs + 48);                                                                \
+    ROWS4(LOAD)                                                                                              \
+  } while (0)
+#define ROW_FULL(i)                                                                                          \
+  {                                                                                                          \
+    __m512i b = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(r##i + 8 * st)));                  \
+    a##i##0 = dpbf16(a##i##0, q0, b), a##i##1 = dpbf16(a##i##1, q1, b), a##i##2 = dpbf16(a##i##2, q2, b),    \
+    a##i##3 = dpbf16(a##i##3, q3, b);                                                                        \
+  }
+#define ROW_TAIL(i)                                                                                          \
+  {                                                                                                          \
+    __m512i b = _mm512_broadcast_i32x4(_mm_maskz_loadu_epi16(tail_mask, r##i + 8 * st));                    \
+    a##i##0 = dpbf16(a##i##0, q0, b), a##i##1 = dpbf16(a##i##1, q1, b), a##i##2 = dpbf16(a##i##2, q2, b),    \
+    a##i##3 = dpbf16(a##i##3, q3, b);                                                                        \
+  }
+    int64_t st = 0;
+    for (; st < steps; st++) {
+      if (k < ahead_n) _mm_prefetch(ahead[k++], _MM_HINT_T0);
+      STEP(ROW_FULL);
+    }
+    if (tail) STEP(ROW_TAIL);
+#undef ROW_FULL
+#undef ROW_TAIL
+#undef STEP
+    __m512 sc = _mm512_set1_ps(scale);
+#define OUT(i) s[p0 + i] = _mm512_mul_ps(reduce_quarters(a##i##0, a##i##1, a##i##2, a##i##3), sc);
+    ROWS4(OUT)
+#undef OUT
+  }
+  while (k < ahead_n) _mm_prefetch(ahead[k++], _MM_HINT_T0);
+}
+#undef ROWS4
+
+/* v · 2^-delta lane by lane, delta a vector (lanes with delta 0 unchanged), as mk_scale_down_pow2 */
+INLINE __m512 scale_down_pow2_lanes(__m512 v, __m512i delta) {
+  __m512i bits = _mm512_castps_si512(v);
+  __m512i exponent = _mm512_and_si512(_mm512_srli_epi32(bits, 23), _mm512_set1_epi32(0xFF));
+  __m512i scaled = _mm512_sub_epi32(bits, _mm512_slli_epi32(delta, 23));
+  __mmask16 moved = _mm512_test_epi32_mask(delta, delta);
+  __mmask16 flush = _mm512_mask_cmple_epi32_mask(moved, exponent, delta);
+  scaled = _mm512_mask_mov_epi32(bits, moved, scaled);
+  return _mm512_castsi512_ps(_mm512_mask_and_epi32(scaled, flush, bits, _mm512_set1_epi32((int32_t)0x80000000u)));
+}
+
+#define HEADS8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+/* o[h] += Σ_j pair j's weights · rows 2j, 2j + 1, for 8 heads over the 32 columns at c, outputs permuted */
+INLINE void tile_values32(float *const *o, const uint32_t *wp, const uint16_t *const *runs, int64_t ld, int64_t pairs,
+                          int64_t c) {
+#define LOAD(h) __m512 lo##h = _mm512_loadu_ps(o[h] + c), hi##h = _mm512_loadu_ps(o[h] + c + 16);
+  HEADS8(LOAD)
+#undef LOAD
+  for (int64_t j = 0; j < pairs; j++) {
+    const uint16_t *ra = runs[j >> 3] + (2 * (j & 7)) * ld + c;
+    __m512i a = _mm512_loadu_si512(ra), b = _mm512_loadu_si512(ra + ld);
+    __m512i vlo = _mm512_unpacklo_epi16(a, b), vhi = _mm512_unpackhi_epi16(a, b);
+    const uint32_t *w = wp + 16 * j;
+#define STEP(h)                                                 \
+  {                                                             \
+    __m512i x = _mm512_set1_epi32((int32_t)w[h]);               \
+    lo##h = dpbf16(lo##h, vlo, x), hi##h = dpbf16(hi##h, vhi, x); \
+  }
+    HEADS8(STEP)
+#undef STEP
+  }
+#define STORE(h) _mm512_storeu_ps(o[h] + c, lo##h), _mm512_storeu_ps(o[h] + c + 16, hi##h);
+  HEADS8(STORE)
+#undef STORE
+}
+
+/* the same for the last rank % 32 columns at c, in column order: pairs interleaved by a cross-lane permute, masked */
+INLINE void tile_values_tail(float *const *o, const uint32_t *wp, const uint16_t *const *runs, int64_t ld, int64_t pairs,
+                             int64_t c, int64_t left) {
+  __mmask16 k0 = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+  __mmask16 k1 = left <= 16 ? 0 : (__mmask16)((1u << (left - 16)) - 1);
+  __mmask32 k = (__mmask32)k0 | (__mmask32)k1 << 16;
   const __m512i lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38, 6, 37, 5,
                                       36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
   const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
-  for (int64_t c = 0; c < rank; c += 64) {
-    __mmask16 k[4];
-    for (int i = 0; i < 4; i++) {
-      int64_t left = rank - c - 16 * i;
-      k[i] = left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
-    }
-    __mmask32 k01 = (__mmask32)k[0] | (__mmask32)k[1] << 16, k23 = (__mmask32)k[2] | (__mmask32)k[3] << 16;
-    float *o0 = o + c, *o1 = o + h1 * ldo + c, *o2 = o + h2 * ldo + c, *o3 = o + h3 * ldo + c;
-#define LOAD_HEAD(h)                                                                                          \
-  __m512 a##h##0 = _mm512_maskz_loadu_ps(k[0], o##h), a##h##1 = _mm512_maskz_loadu_ps(k[1], o##h + 16),        \
-         a##h##2 = _mm512_maskz_loadu_ps(k[2], o##h + 32), a##h##3 = _mm512_maskz_loadu_ps(k[3], o##h + 48); \
-  if (delta[h] > 0)                                                                                           \
-    a##h##0 = scale_down_pow2_ps(a##h##0, delta[h]), a##h##1 = scale_down_pow2_ps(a##h##1, delta[h]),         \
-    a##h##2 = scale_down_pow2_ps(a##h##2, delta[h]), a##h##3 = scale_down_pow2_ps(a##h##3, delta[h]);
-    LOAD_HEAD(0) LOAD_HEAD(1) LOAD_HEAD(2) LOAD_HEAD(3)
-#undef LOAD_HEAD
-    for (int64_t p = 0; p < count; p += 2) { /* a lone last row pairs with itself at weight 0 */
-      const uint16_t *ra = (const uint16_t *)rows[p] + c, *rb = (const uint16_t *)rows[p + 1 < count ? p + 1 : p] + c;
-      __m512i ra01 = _mm512_maskz_loadu_epi16(k01, ra), ra23 = _mm512_maskz_loadu_epi16(k23, ra + 32);
-      __m512i rb01 = _mm512_maskz_loadu_epi16(k01, rb), rb23 = _mm512_maskz_loadu_epi16(k23, rb + 32);
-      __m512i v0 = _mm512_permutex2var_epi16(ra01, lo, rb01), v1 = _mm512_permutex2var_epi16(ra01, hi, rb01);
-      __m512i v2 = _mm512_permutex2var_epi16(ra23, lo, rb23), v3 = _mm512_permutex2var_epi16(ra23, hi, rb23);
-      const uint16_t *wp = w + 16 * (p >> 2) + (p & 3);
-      int32_t pair;
-#define HEAD_STEP(h)                                                                                          \
-  memcpy(&pair, wp + 4 * h, 4);                                                                               \
-  {                                                                                                           \
-    __m512i x = _mm512_set1_epi32(pair);                                                                      \
-    a##h##0 = dpbf16(a##h##0, v0, x), a##h##1 = dpbf16(a##h##1, v1, x), a##h##2 = dpbf16(a##h##2, v2, x),     \
-    a##h##3 = dpbf16(a##h##3, v3, x);                                                                         \
+#define LOAD(h) __m512 lo##h = _mm512_maskz_loadu_ps(k0, o[h] + c), hi##h = _mm512_maskz_loadu_ps(k1, o[h] + c + 16);
+  HEADS8(LOAD)
+#undef LOAD
+  for (int64_t j = 0; j < pairs; j++) {
+    const uint16_t *ra = runs[j >> 3] + (2 * (j & 7)) * ld + c;
+    __m512i a = _mm512_maskz_loadu_epi16(k, ra), b = _mm512_maskz_loadu_epi16(k, ra + ld);
+    __m512i vlo = _mm512_permutex2var_epi16(a, lo, b), vhi = _mm512_permutex2var_epi16(a, hi, b);
+    const uint32_t *w = wp + 16 * j;
+#define STEP(h)                                                 \
+  {                                                             \
+    __m512i x = _mm512_set1_epi32((int32_t)w[h]);               \
+    lo##h = dpbf16(lo##h, vlo, x), hi##h = dpbf16(hi##h, vhi, x); \
   }
-      HEAD_STEP(0) HEAD_STEP(1) HEAD_STEP(2) HEAD_STEP(3)
-#undef HEAD_STEP
-    }
-    /* stores from the last head down: a missing head aliases head 0, whose own sums must be written last */
-    if (hn > 3) _mm512_mask_storeu_ps(o3, k[0], a30), _mm512_mask_storeu_ps(o3 + 16, k[1], a31), _mm512_mask_storeu_ps(o3 + 32, k[2], a32), _mm512_mask_storeu_ps(o3 + 48, k[3], a33);
-    if (hn > 2) _mm512_mask_storeu_ps(o2, k[0], a20), _mm512_mask_storeu_ps(o2 + 16, k[1], a21), _mm512_mask_storeu_ps(o2 + 32, k[2], a22), _mm512_mask_storeu_ps(o2 + 48, k[3], a23);
-    if (hn > 1) _mm512_mask_storeu_ps(o1, k[0], a10), _mm512_mask_storeu_ps(o1 + 16, k[1], a11), _mm512_mask_storeu_ps(o1 + 32, k[2], a12), _mm512_mask_storeu_ps(o1 + 48, k[3], a13);
-    _mm512_mask_storeu_ps(o0, k[0], a00), _mm512_mask_storeu_ps(o0 + 16, k[1], a01), _mm512_mask_storeu_ps(o0 + 32, k[2], a02), _mm512_mask_storeu_ps(o0 + 48, k[3], a03);
+    HEADS8(STEP)
+#undef STEP
   }
+#define STORE(h) _mm512_mask_storeu_ps(o[h] + c, k0, lo##h), _mm512_mask_storeu_ps(o[h] + c + 16, k1, hi##h);
+  HEADS8(STORE)
+#undef STORE
+}
+#undef HEADS8
+
+void mk_avx512_mla_tile_bf16(int32_t *m, float *l, float *const *o, const uint32_t *qt, const uint16_t *const *runs,
+                             int64_t ld, int64_t count, int64_t width, int64_t rank, float scale,
+                             const char *const *ahead, int64_t ahead_n, int last) {
+  __m512 s[32];
+  int64_t nruns = (count + 15) / 16, per_run = (ahead_n + nruns - 1) / nruns;
+  for (int64_t r = 0; r < nruns; r++) {
+    int64_t first = r * per_run, n = ahead_n - first < per_run ? ahead_n - first : per_run;
+    tile_scores(s + 16 * r, qt, runs[r], ld, width, scale, ahead + first, n > 0 ? n : 0);
+  }
+  for (int64_t p = count; p < 16 * nruns; p++) s[p] = _mm512_set1_ps(-INFINITY);
+  /* each head's block max, as mk_mla_ceiling, then mk_mla_raise lane by lane */
+  __m512 top = s[0];
+  for (int64_t p = 1; p < count; p++) top = _mm512_max_ps(top, s[p]);
+  __m512 ceiling = _mm512_roundscale_ps(top, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC);
+  __mmask16 above = _mm512_cmp_ps_mask(ceiling, _mm512_set1_ps(-0x1p30f), _CMP_GT_OQ); /* NaN: not above */
+  ceiling = _mm512_min_ps(_mm512_mask_mov_ps(_mm512_set1_ps(-0x1p30f), above, ceiling), _mm512_set1_ps(0x1p30f));
+  __m512i block_m = _mm512_cvtps_epi32(ceiling), old_m = _mm512_loadu_si512(m);
+  __mmask16 raise = _mm512_cmpgt_epi32_mask(block_m, old_m);
+  __mmask16 had = _mm512_cmpneq_epi32_mask(old_m, _mm512_set1_epi32(MK_MLA_M_NONE));
+  __m512i delta = _mm512_maskz_min_epi32(raise & had, _mm512_sub_epi32(block_m, old_m), _mm512_set1_epi32(255));
+  __m512i new_m = _mm512_mask_mov_epi32(old_m, raise, block_m);
+  _mm512_storeu_si512(m, new_m);
+  __m512 total = scale_down_pow2_lanes(_mm512_loadu_ps(l), delta);
+  if (_mm512_test_epi32_mask(delta, delta)) { /* the outputs of heads whose max rose scale down with their denominators */
+    int32_t d[16];
+    _mm512_storeu_si512(d, delta);
+    for (int h = 0; h < 16; h++)
+      if (d[h] > 0)
+        for (int64_t c = 0; c < rank; c += 16) {
+          __mmask16 k = rank - c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (rank - c)) - 1);
+          _mm512_mask_storeu_ps(o[h] + c, k, scale_down_pow2_ps(_mm512_maskz_loadu_ps(k, o[h] + c), d[h]));
+        }
+  }
+  /* the weights 2^(s - m), summed in position order; as BF16 pairs: wp[16j + h] = (w_h(2j), w_h(2j + 1)) */
+  __m512 ms = _mm512_cvtepi32_ps(new_m);
+  int64_t pairs = (count + 1) / 2;
+  uint32_t wp[16 * 16];
+  const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
+                                              21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  for (int64_t j = 0; j < pairs; j++) {
+    __m512 w0 = exp2_ps(_mm512_sub_ps(s[2 * j], ms)), w1 = exp2_ps(_mm512_sub_ps(s[2 * j + 1], ms));
+    total = _mm512_add_ps(_mm512_add_ps(total, w0), w1);
+    _mm512_storeu_si512(wp + 16 * j, _mm512_permutexvar_epi16(interleave, (__m512i)_mm512_cvtne2ps_pbh(w1, w0)));
+  }
+  _mm512_storeu_ps(l, total);
+  int64_t full = rank / 32 * 32;
+  for (int half = 0; half < 2; half++) {
+    for (int64_t c = 0; c < full; c += 32) tile_values32(o + 8 * half, wp + 8 * half, runs, ld, pairs, c);
+    if (full < rank) tile_values_tail(o + 8 * half, wp + 8 * half, runs, ld, pairs, full, rank - full);
+  }
+  if (!last) return;
+  /* the item is done: each full chunk's outputs back in column order */
+  const __m512i first = _mm512_set_epi32(23, 22, 21, 20, 7, 6, 5, 4, 19, 18, 17, 16, 3, 2, 1, 0);
+  const __m512i second = _mm512_add_epi32(first, _mm512_set1_epi32(8));
+  for (int h = 0; h < 16; h++)
+    for (int64_t c = 0; c < full; c += 32) {
+      __m512 a = _mm512_loadu_ps(o[h] + c), b = _mm512_loadu_ps(o[h] + c + 16);
+      _mm512_storeu_ps(o[h] + c, _mm512_permutex2var_ps(a, first, b));
+      _mm512_storeu_ps(o[h] + c + 16, _mm512_permutex2var_ps(a, second, b));
+    }
 }

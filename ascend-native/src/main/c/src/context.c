@@ -238,7 +238,7 @@ MK_EXPORT mk_context *mk_context_create(int32_t threads, int32_t isa) {
     ctx->table = mk_isa_avx512;
     ctx->table.id = MK_ISA_AVX512_NO_BF16;
     ctx->table.matmul_bf16_tile = mk_isa_portable.matmul_bf16_tile;
-    ctx->table.mla_block_bf16 = NULL; /* VDPBF16PS */
+    ctx->table.mla_tile_bf16 = NULL; /* VDPBF16PS */
     ctx->table.heads_km_bf16_unit = NULL;
     ctx->table.gemv_bf16_rows = NULL;
     ctx->table.bf16_peak_loop = mk_isa_portable.bf16_peak_loop;

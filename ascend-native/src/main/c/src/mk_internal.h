@@ -160,14 +160,20 @@ typedef struct mk_isa {
    * but for NaN), bit for bit; returns their sum (portable: in position order; AVX-512: by a fixed tree). */
   float (*exp2_sum)(float *s, int64_t count, float m);
   /* Optional (NULL: the F32 ops above, on rows converted to F32): one block of MLA decode straight on BF16 latent
-   * rows rows[p] (c_kv ‖ k_pe, width = rank + rope), count <= 16, for hn <= 4 heads whose running state is m[h],
-   * l[h] and o[h*ldo + c] (c < rank): the scores s_p = (q_h · rows[p]) · scale (q BF16 rows of width, every product
-   * exact, summed in F32), then the online softmax step of mla.c's online_softmax (the same m, the same scaling of
-   * o and l, the same weights 2^(s_p - m)), then o[h] += Σ_p bf16(weight_p) · c_kv_p (a BF16 query weighs the values
-   * in BF16; products exact, summed in F32). One call, so the scores and weights never leave registers and a block
-   * costs no per-head bookkeeping calls. */
-  void (*mla_block_bf16)(int32_t *m, float *l, float *o, int64_t ldo, const uint16_t *q, int64_t ldq, int64_t hn,
-                         const void *const *rows, int64_t count, int64_t width, int64_t rank, float scale);
+   * rows (c_kv ‖ k_pe, width = rank + rope) for a tile of up to 16 heads, head h in lane h.
+   * - qt: the tile's BF16 queries in column pairs, 4 heads × 4 pairs a register: lane 4j + r of register 4s + g is
+   *   head 4j + g's pair 4s + r (8-column step s, quarter g); zeros past width and in lanes of no head.
+   * - The block's count <= 32 rows lie in runs of 16: row p at runs[p / 16] + (p % 16)·ld, every row of a run
+   *   readable (zeros past count).
+   * - m[h], l[h] and o[h][0:rank] are head h's running state (o a row per lane). Within a unit the kernel keeps o's
+   *   full 32-column chunks in an order of its own, and puts them back in column order at the call with `last`.
+   * - ahead: ahead_n cache lines to prefetch (the next block's rows), spread over the scores.
+   * The scores s_p = (q_h · row p) · scale (every product exact, summed in F32), then the online softmax step of
+   * mla.c's online_softmax (the same m, the same scaling of o and l, the same weights 2^(s_p - m)), then
+   * o[h] += Σ_p bf16(weight_p) · c_kv_p (a BF16 query weighs the values in BF16; products exact, summed in F32). */
+  void (*mla_tile_bf16)(int32_t *m, float *l, float *const *o, const uint32_t *qt, const uint16_t *const *runs,
+                        int64_t ld, int64_t count, int64_t width, int64_t rank, float scale,
+                        const char *const *ahead, int64_t ahead_n, int last);
   /* mk_argmax_rows of one row (d >= 1): the lowest index of the largest value, -1 for a NaN, +inf or only -inf. */
   int32_t (*argmax)(const float *x, int64_t d);
   /* Register-only VPDPBUSD (or portable stand-in) loop: returns int8 ops done. */
@@ -186,8 +192,9 @@ void mk_avx512_gemv_bf16_rows(float *out, const uint16_t *x, const uint16_t *w, 
 void mk_avx512_heads_km_bf16_unit(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, const uint16_t *w, int64_t ldw,
                                   int64_t n, int64_t m, int64_t k, uint32_t *wt);
 double mk_avx512_bf16_peak_loop(int64_t iterations);
-void mk_avx512_mla_block_bf16(int32_t *m, float *l, float *o, int64_t ldo, const uint16_t *q, int64_t ldq, int64_t hn,
-                              const void *const *rows, int64_t count, int64_t width, int64_t rank, float scale);
+void mk_avx512_mla_tile_bf16(int32_t *m, float *l, float *const *o, const uint32_t *qt, const uint16_t *const *runs,
+                             int64_t ld, int64_t count, int64_t width, int64_t rank, float scale,
+                        const char *const *ahead, int64_t ahead_n, int last);
 /* VPDPBUSD tiles (avx512_int8.c): mk_isa_avx512's dot_u8i8_tile, gemm_u8i8_tile and int8_peak_loop. */
 void mk_avx512_dot_u8i8_tile(int32_t *acc, int32_t *wsum, const uint8_t *xu, int64_t ldx, const int8_t *w, int64_t ldw,
                              int64_t mr, int64_t nr, int64_t k);

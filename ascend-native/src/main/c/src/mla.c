@@ -25,6 +25,8 @@
 #define HEAD_GROUPS 4
 #define ITEMS_PER_THREAD 4 /* from this many work items per thread, one head group */
 #define LOG2E 1.44269504088896340736f
+#define TILE_HEADS 16 /* heads per call of the BF16 tile kernel, one per lane */
+#define RUN 16        /* rows of a tile kernel's run */
 
 typedef struct {
   const mk_isa *isa;
@@ -45,6 +47,13 @@ typedef struct {
   int32_t *part_m;
   float *part_l, *part_o;
 } mla_job;
+
+typedef struct { /* a thread's buffers for the tile kernel */
+  uint32_t *qt;
+  uint16_t *copy;
+  float *spare; /* the output row of a lane with no head */
+  const char **lines; /* cache lines to prefetch */
+} tile_scratch;
 
 /* AMLA's online softmax over one block's scores s[0:count] of one head (m, l, o its running state): the max
  * moves up to an integer, what was summed is scaled by 2^-Δ, and s becomes the block's weights 2^(s - m). */
@@ -69,42 +78,92 @@ static void kv_rows(const mla_job *j, int64_t t, int64_t begin, int64_t count, c
   }
 }
 
-/* Positions [begin, end) of row t for heads [h_begin, h_end), straight on BF16 rows, 4 heads per kernel call. */
-static void mla_block_bf16(const mla_job *j, int64_t t, int64_t h_begin, int64_t h_end, int64_t begin, int64_t end,
-                           int32_t *m, float *l, float *o) {
-  int64_t width = j->rank + j->rope;
-  const void *rows[BLOCK], *ahead[BLOCK];
-  for (int64_t b = begin; b < end; b += BLOCK) {
-    int64_t count = end - b < BLOCK ? end - b : BLOCK;
-    kv_rows(j, t, b, count, rows);
-    /* the rows two blocks ahead, so the scores do not wait for memory (a page's rows are contiguous, pages are
-     * not), spread over the block's calls: ~150 prefetches at once stalled on the misses in flight (1.1x) */
-    int64_t next = b + 2 * BLOCK, next_count = end - next < BLOCK ? end - next : BLOCK;
-    if (next_count > 0) kv_rows(j, t, next, next_count, ahead);
-    int64_t calls = (h_end - h_begin + 3) / 4, call = 0;
-    for (int64_t h = h_begin; h < h_end; h += 4, call++) {
-      for (int64_t p = next_count * call / calls; p < next_count * (call + 1) / calls; p++)
-        for (int64_t c = 0; c < width * 2; c += 64) __builtin_prefetch((const char *)ahead[p] + c, 0, 3);
-      j->isa->mla_block_bf16(m + h, l + h, o + h * j->rank, j->rank, j->q16 + (t * j->heads + h) * width, width,
-                             h_end - h < 4 ? h_end - h : 4, rows, count, width, j->rank, j->scale2);
-    }
-  }
+/* What a work unit covers: row t's positions [begin, end) (empty past its context) for heads [h_begin, h_end).
+ * Group-major: the threads' contiguous ranges of units then cover every chunk of a row, so a short last chunk does
+ * not leave one thread idle while another scores a whole one. */
+typedef struct {
+  int64_t item, t, h_begin, h_end, begin, end;
+} mla_unit;
+
+static mla_unit unit_of(const mla_job *j, int64_t unit) {
+  int64_t groups = j->groups, items = j->items, item = unit % items, group = unit / items;
+  mla_unit u = {.item = item, .t = item / j->chunks_per_row, .h_begin = j->heads * group / groups,
+                .h_end = j->heads * (group + 1) / groups};
+  u.begin = item % j->chunks_per_row * CHUNK, u.end = j->context_lens[u.t];
+  if (u.end > u.begin + CHUNK) u.end = u.begin + CHUNK;
+  if (u.end < u.begin) u.end = u.begin;
+  return u;
 }
 
-static void mla_item(const mla_job *j, int64_t unit, float *kv, float *s) {
-  /* group-major: the threads' contiguous ranges of units then cover every chunk of a row, so a short last chunk
-   * does not leave one thread idle while another scores a whole one */
-  int64_t groups = j->groups, items = j->items, item = unit % items, group = unit / items;
-  int64_t h_begin = j->heads * group / groups, h_end = j->heads * (group + 1) / groups;
-  int64_t t = item / j->chunks_per_row, chunk = item % j->chunks_per_row;
-  int64_t width = j->rank + j->rope, begin = chunk * CHUNK, end = j->context_lens[t];
-  if (end > begin + CHUNK) end = begin + CHUNK;
+/* A tile's queries as the tile kernel takes them: for 8-column step s and quarter g, lane 4j + r of register 4s + g
+ * holds head 4j + g's column pair 4s + r; zeros past width and for lanes of no head. */
+static void tile_query(uint32_t *qt, const uint16_t *q, int64_t hn, int64_t width) {
+  int64_t steps = (width + 7) / 8;
+  memset(qt, 0, sizeof(uint32_t) * (size_t)(64 * steps));
+  for (int64_t h = 0; h < hn; h++)
+    for (int64_t s = 0; s < steps; s++) /* 8 columns, 4 pairs, in 4 consecutive lanes */
+      memcpy(qt + 64 * s + 16 * (h % 4) + 4 * (h / 4), q + h * width + 8 * s,
+             sizeof(uint16_t) * (size_t)(width - 8 * s < 8 ? width - 8 * s : 8));
+}
+
+/* Positions [begin, end) of row t for heads [h_begin, h_end) (at most TILE_HEADS), in blocks of 2 runs of 16 rows,
+ * each straight from its page where it is whole and contiguous, else copied into `copy` (zeros past the block). The
+ * next block's rows (at the last block, those of the thread's next unit) are prefetched during this one's scores. */
+static void mla_tile(const mla_job *j, int64_t t, int64_t h_begin, int64_t h_end, int64_t begin, int64_t end,
+                     int32_t *m, float *l, float *o, tile_scratch *sc, const mla_unit *next_unit) {
+  int64_t width = j->rank + j->rope, hn = h_end - h_begin;
+  tile_query(sc->qt, j->q16 + (t * j->heads + h_begin) * width, hn, width);
+  int32_t tm[TILE_HEADS];
+  float tl[TILE_HEADS], *orow[TILE_HEADS];
+  for (int64_t h = 0; h < TILE_HEADS; h++) tm[h] = MK_MLA_M_NONE, tl[h] = 0, orow[h] = h < hn ? o + (h_begin + h) * j->rank : sc->spare;
+  memset(sc->spare, 0, sizeof(float) * (size_t)j->rank);
+  const void *rows[RUN];
+  const uint16_t *runs[2];
+  for (int64_t b = begin; b < end; b += 2 * RUN) {
+    int64_t count = end - b < 2 * RUN ? end - b : 2 * RUN;
+    for (int64_t r = 0; r * RUN < count; r++) {
+      int64_t n = count - r * RUN < RUN ? count - r * RUN : RUN;
+      kv_rows(j, t, b + r * RUN, n, rows);
+      int whole = n == RUN;
+      for (int64_t i = 1; whole && i < RUN; i++) whole = (const uint16_t *)rows[i] == (const uint16_t *)rows[0] + i * width;
+      if (whole) {
+        runs[r] = rows[0];
+        continue;
+      }
+      uint16_t *copy = sc->copy + r * RUN * width;
+      for (int64_t i = 0; i < RUN; i++)
+        if (i < n) memcpy(copy + i * width, rows[i], sizeof(uint16_t) * (size_t)width);
+        else memset(copy + i * width, 0, sizeof(uint16_t) * (size_t)width);
+      runs[r] = copy;
+    }
+    int64_t next_t = t, next = b + 2 * RUN, next_count = end - next < 2 * RUN ? end - next : 2 * RUN, lines = 0;
+    if (next_count <= 0 && next_unit->t >= 0) {
+      next_t = next_unit->t, next = next_unit->begin;
+      next_count = next_unit->end - next < 2 * RUN ? next_unit->end - next : 2 * RUN;
+    }
+    if (next_count > 0) {
+      const void *ahead[2 * RUN];
+      kv_rows(j, next_t, next, next_count, ahead);
+      for (int64_t p = 0; p < next_count; p++)
+        for (int64_t c = 0; c < width * 2; c += 64) sc->lines[lines++] = (const char *)ahead[p] + c;
+    }
+    j->isa->mla_tile_bf16(tm, tl, orow, sc->qt, runs, width, count, width, j->rank, j->scale2, sc->lines, lines,
+                          b + 2 * RUN >= end);
+  }
+  for (int64_t h = 0; h < hn; h++) m[h_begin + h] = tm[h], l[h_begin + h] = tl[h];
+}
+
+static void mla_item(const mla_job *j, int64_t unit, int64_t next_unit, float *kv, float *s, tile_scratch *sc) {
+  mla_unit u = unit_of(j, unit);
+  int64_t item = u.item, h_begin = u.h_begin, h_end = u.h_end, t = u.t, begin = u.begin, end = u.end;
+  int64_t width = j->rank + j->rope;
   int32_t *m = j->part_m + item * j->heads;
   float *l = j->part_l + item * j->heads, *o = j->part_o + item * j->heads * j->rank;
   for (int64_t h = h_begin; h < h_end; h++) m[h] = MK_MLA_M_NONE, l[h] = 0;
   memset(o + h_begin * j->rank, 0, sizeof(float) * (size_t)((h_end - h_begin) * j->rank));
   if (j->q16 != NULL) {
-    mla_block_bf16(j, t, h_begin, h_end, begin, end, m, l, o);
+    mla_unit next = next_unit >= 0 ? unit_of(j, next_unit) : (mla_unit){.t = -1};
+    mla_tile(j, t, h_begin, h_end, begin, end, m, l, o, sc, &next);
     return;
   }
   const void *rows[BLOCK];
@@ -129,10 +188,20 @@ static void mla_item(const mla_job *j, int64_t unit, float *kv, float *s) {
 
 static void mla_range(void *raw, int64_t begin, int64_t end) {
   const mla_job *j = raw;
-  float *scratch = malloc(sizeof(float) * (size_t)(BLOCK * (j->rank + j->rope) + 4 * BLOCK));
-  if (scratch == NULL) abort(); /* a few KiB; failure here means the process is already lost */
-  for (int64_t item = begin; item < end; item++) mla_item(j, item, scratch, scratch + BLOCK * (j->rank + j->rope));
-  free(scratch);
+  int64_t width = j->rank + j->rope;
+  float *scratch = malloc(sizeof(float) * (size_t)(BLOCK * width + 4 * BLOCK));
+  tile_scratch sc = {0};
+  if (j->q16 != NULL) {
+    sc.qt = aligned_alloc(64, sizeof(uint32_t) * (size_t)(64 * ((width + 7) / 8)));
+    sc.copy = aligned_alloc(64, sizeof(uint16_t) * (size_t)(2 * RUN * width + 32));
+    sc.spare = aligned_alloc(64, sizeof(float) * (size_t)(j->rank + 16));
+    sc.lines = malloc(sizeof(char *) * (size_t)(2 * RUN * ((width * 2 + 63) / 64 + 1)));
+  }
+  if (scratch == NULL || (j->q16 != NULL && (sc.qt == NULL || sc.copy == NULL || sc.spare == NULL || sc.lines == NULL)))
+    abort(); /* a few KiB; failure here means the process is already lost */
+  for (int64_t unit = begin; unit < end; unit++)
+    mla_item(j, unit, unit + 1 < end ? unit + 1 : -1, scratch, scratch + BLOCK * width, &sc);
+  free(scratch), free(sc.qt), free(sc.copy), free(sc.spare), free(sc.lines);
 }
 
 /* Combines a row's chunk partials in chunk order and writes out = o / l. */
@@ -197,14 +266,15 @@ MK_EXPORT int32_t mk_mla_decode(mk_context *ctx, float *out, int64_t ldo, const 
                .rank = rank, .rope = rope, .pages = pages, .pages_bf16 = pages_dtype == MK_BF16, .page_size = page_size,
                .num_pages = num_pages, .block_table = block_table, .ldb = ldb, .context_lens = context_lens,
                .scale2 = softmax_scale * LOG2E, .chunks_per_row = chunks_per_row, .items = items, .groups = 1};
-  if (items < (int64_t)ctx->threads * ITEMS_PER_THREAD) j.groups = heads < HEAD_GROUPS ? heads : HEAD_GROUPS;
+  if (q_dtype == MK_BF16 && ctx->isa->mla_tile_bf16 != NULL) j.groups = (heads + TILE_HEADS - 1) / TILE_HEADS;
+  else if (items < (int64_t)ctx->threads * ITEMS_PER_THREAD) j.groups = heads < HEAD_GROUPS ? heads : HEAD_GROUPS;
   /* A BF16 query is gathered into rows of q_latent ‖ q_rope for the BF16 row kernels, or widened to F32 (exactly)
    * for the F32 ones. */
   uint16_t *q16 = NULL;
   float *q_wide = NULL;
   if (q_dtype == MK_BF16) {
     const uint16_t *ql = q_latent, *qr = q_rope;
-    int use_bf16 = ctx->isa->mla_block_bf16 != NULL;
+    int use_bf16 = ctx->isa->mla_tile_bf16 != NULL;
     if (use_bf16) q16 = malloc(sizeof(uint16_t) * (size_t)(nq * heads * width));
     else q_wide = malloc(sizeof(float) * (size_t)(nq * heads * width));
     if (q16 == NULL && q_wide == NULL) return MK_E_NOMEM;
