@@ -430,8 +430,8 @@ void mk_avx512_mla_tile_bf16(int32_t *m, float *l, float *const *o, const uint32
   }
   for (int64_t p = count; p < 16 * nruns; p++) s[p] = _mm512_set1_ps(-INFINITY);
   /* each head's block max, as mk_mla_ceiling, then mk_mla_raise lane by lane */
-  __m512 top = s[0];
-  for (int64_t p = 1; p < count; p++) top = _mm512_max_ps(top, s[p]);
+  __m512 top = _mm512_set1_ps(-INFINITY);
+  for (int64_t p = 0; p < count; p++) top = _mm512_max_ps(top, s[p]);
   __m512 ceiling = _mm512_roundscale_ps(top, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC);
   __mmask16 above = _mm512_cmp_ps_mask(ceiling, _mm512_set1_ps(-0x1p30f), _CMP_GT_OQ); /* NaN: not above */
   ceiling = _mm512_min_ps(_mm512_mask_mov_ps(_mm512_set1_ps(-0x1p30f), above, ceiling), _mm512_set1_ps(0x1p30f));
