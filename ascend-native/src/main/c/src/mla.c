@@ -106,51 +106,62 @@ static void tile_query(uint32_t *qt, const uint16_t *q, int64_t hn, int64_t widt
              sizeof(uint16_t) * (size_t)(width - 8 * s < 8 ? width - 8 * s : 8));
 }
 
-/* Positions [begin, end) of row t for heads [h_begin, h_end) (at most TILE_HEADS), in blocks of 2 runs of 16 rows,
- * each straight from its page where it is whole and contiguous, else copied into `copy` (zeros past the block). The
- * next block's rows (at the last block, those of the thread's next unit) are prefetched during this one's scores. */
-static void mla_tile(const mla_job *j, int64_t t, int64_t h_begin, int64_t h_end, int64_t begin, int64_t end,
-                     int32_t *m, float *l, float *o, tile_scratch *sc, const mla_unit *next_unit) {
-  int64_t width = j->rank + j->rope, hn = h_end - h_begin;
-  tile_query(sc->qt, j->q16 + (t * j->heads + h_begin) * width, hn, width);
+/* The block of count <= 2·RUN rows of row t from position b as the tile kernel takes it: each run of RUN rows straight
+ * from its page where it is whole and contiguous, else copied into sc->copy (zeros past the block). */
+static void block_runs(const mla_job *j, int64_t t, int64_t b, int64_t count, tile_scratch *sc, const uint16_t **runs) {
+  int64_t width = j->rank + j->rope;
+  const void *rows[RUN];
+  for (int64_t r = 0; r * RUN < count; r++) {
+    int64_t n = count - r * RUN < RUN ? count - r * RUN : RUN;
+    kv_rows(j, t, b + r * RUN, n, rows);
+    int whole = n == RUN;
+    for (int64_t i = 1; whole && i < RUN; i++) whole = (const uint16_t *)rows[i] == (const uint16_t *)rows[0] + i * width;
+    if (whole) {
+      runs[r] = rows[0];
+      continue;
+    }
+    uint16_t *copy = sc->copy + r * RUN * width;
+    for (int64_t i = 0; i < RUN; i++)
+      if (i < n) memcpy(copy + i * width, rows[i], sizeof(uint16_t) * (size_t)width);
+      else memset(copy + i * width, 0, sizeof(uint16_t) * (size_t)width);
+    runs[r] = copy;
+  }
+}
+
+/* The cache lines of the block after the one at b in unit u (past u's end: the first block of `next`, if any) into
+ * sc->lines; returns their count. */
+static int64_t next_block_lines(const mla_job *j, const mla_unit *u, int64_t b, const mla_unit *next, tile_scratch *sc) {
+  int64_t t = u->t, from = b + 2 * RUN, end = u->end;
+  if (from >= end && next->t >= 0) t = next->t, from = next->begin, end = next->end;
+  int64_t count = end - from < 2 * RUN ? end - from : 2 * RUN, lines = 0;
+  if (count <= 0) return 0;
+  const void *rows[2 * RUN];
+  kv_rows(j, t, from, count, rows);
+  for (int64_t p = 0; p < count; p++)
+    for (int64_t c = 0; c < (j->rank + j->rope) * 2; c += 64) sc->lines[lines++] = (const char *)rows[p] + c;
+  return lines;
+}
+
+/* Unit u (at most TILE_HEADS heads) block by block through the tile kernel, each block's successor prefetched during
+ * its scores; m, l, o the item's partials. */
+static void mla_tile(const mla_job *j, const mla_unit *u, int32_t *m, float *l, float *o, tile_scratch *sc,
+                     const mla_unit *next) {
+  int64_t width = j->rank + j->rope, hn = u->h_end - u->h_begin;
+  tile_query(sc->qt, j->q16 + (u->t * j->heads + u->h_begin) * width, hn, width);
   int32_t tm[TILE_HEADS];
   float tl[TILE_HEADS], *orow[TILE_HEADS];
-  for (int64_t h = 0; h < TILE_HEADS; h++) tm[h] = MK_MLA_M_NONE, tl[h] = 0, orow[h] = h < hn ? o + (h_begin + h) * j->rank : sc->spare;
+  for (int64_t h = 0; h < TILE_HEADS; h++)
+    tm[h] = MK_MLA_M_NONE, tl[h] = 0, orow[h] = h < hn ? o + (u->h_begin + h) * j->rank : sc->spare;
   memset(sc->spare, 0, sizeof(float) * (size_t)j->rank);
-  const void *rows[RUN];
-  const uint16_t *runs[2];
-  for (int64_t b = begin; b < end; b += 2 * RUN) {
-    int64_t count = end - b < 2 * RUN ? end - b : 2 * RUN;
-    for (int64_t r = 0; r * RUN < count; r++) {
-      int64_t n = count - r * RUN < RUN ? count - r * RUN : RUN;
-      kv_rows(j, t, b + r * RUN, n, rows);
-      int whole = n == RUN;
-      for (int64_t i = 1; whole && i < RUN; i++) whole = (const uint16_t *)rows[i] == (const uint16_t *)rows[0] + i * width;
-      if (whole) {
-        runs[r] = rows[0];
-        continue;
-      }
-      uint16_t *copy = sc->copy + r * RUN * width;
-      for (int64_t i = 0; i < RUN; i++)
-        if (i < n) memcpy(copy + i * width, rows[i], sizeof(uint16_t) * (size_t)width);
-        else memset(copy + i * width, 0, sizeof(uint16_t) * (size_t)width);
-      runs[r] = copy;
-    }
-    int64_t next_t = t, next = b + 2 * RUN, next_count = end - next < 2 * RUN ? end - next : 2 * RUN, lines = 0;
-    if (next_count <= 0 && next_unit->t >= 0) {
-      next_t = next_unit->t, next = next_unit->begin;
-      next_count = next_unit->end - next < 2 * RUN ? next_unit->end - next : 2 * RUN;
-    }
-    if (next_count > 0) {
-      const void *ahead[2 * RUN];
-      kv_rows(j, next_t, next, next_count, ahead);
-      for (int64_t p = 0; p < next_count; p++)
-        for (int64_t c = 0; c < width * 2; c += 64) sc->lines[lines++] = (const char *)ahead[p] + c;
-    }
+  for (int64_t b = u->begin; b < u->end; b += 2 * RUN) {
+    int64_t count = u->end - b < 2 * RUN ? u->end - b : 2 * RUN;
+    const uint16_t *runs[2];
+    block_runs(j, u->t, b, count, sc, runs);
+    int64_t lines = next_block_lines(j, u, b, next, sc);
     j->isa->mla_tile_bf16(tm, tl, orow, sc->qt, runs, width, count, width, j->rank, j->scale2, sc->lines, lines,
-                          b + 2 * RUN >= end);
+                          b + 2 * RUN >= u->end);
   }
-  for (int64_t h = 0; h < hn; h++) m[h_begin + h] = tm[h], l[h_begin + h] = tl[h];
+  for (int64_t h = 0; h < hn; h++) m[u->h_begin + h] = tm[h], l[u->h_begin + h] = tl[h];
 }
 
 static void mla_item(const mla_job *j, int64_t unit, int64_t next_unit, float *kv, float *s, tile_scratch *sc) {
@@ -163,7 +174,7 @@ static void mla_item(const mla_job *j, int64_t unit, int64_t next_unit, float *k
   memset(o + h_begin * j->rank, 0, sizeof(float) * (size_t)((h_end - h_begin) * j->rank));
   if (j->q16 != NULL) {
     mla_unit next = next_unit >= 0 ? unit_of(j, next_unit) : (mla_unit){.t = -1};
-    mla_tile(j, t, h_begin, h_end, begin, end, m, l, o, sc, &next);
+    mla_tile(j, &u, m, l, o, sc, &next);
     return;
   }
   const void *rows[BLOCK];
