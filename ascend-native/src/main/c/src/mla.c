@@ -18,10 +18,11 @@
 #define CHUNK 512 /* positions per work item */
 #define BLOCK 16  /* positions converted and scored together */
 /* When a batch has fewer work items than the threads can share, items also split the heads into up to
- * HEAD_GROUPS groups, so one sequence's decode uses every core. Each group reads the item's latent rows again,
- * so a batch with items enough for every thread keeps all heads in one group: each row is read once, from
- * memory, for all heads (in a decode step the cache is not in L2 by the time a second group came by). A
- * head's numbers do not depend on its group (each head is computed on its own), so neither does the result. */
+ * HEAD_GROUPS groups (the tile kernel: one group per tile of TILE_HEADS heads), so one sequence's decode uses every
+ * core. Each group reads the item's latent rows again, so a batch with items enough for every thread keeps all heads
+ * in one group: each row is read once, from memory, for all heads (in a decode step the cache is not in L2 by the
+ * time a second group came by). A head's numbers do not depend on its group (each head is computed on its own), so
+ * neither does the result. */
 #define HEAD_GROUPS 4
 #define ITEMS_PER_THREAD 4 /* from this many work items per thread, one head group */
 #define LOG2E 1.44269504088896340736f
@@ -49,7 +50,10 @@ typedef struct {
 } mla_job;
 
 typedef struct { /* a thread's buffers for the tile kernel */
-  uint32_t *qt;
+  uint32_t *qt;       /* each tile's query, tile_query's layout */
+  int32_t *m;         /* each tile's running state, TILE_HEADS lanes a tile */
+  float *l;
+  float **orow;       /* each lane's output row */
   uint16_t *copy;
   float *spare; /* the output row of a lane with no head */
   const char **lines; /* cache lines to prefetch */
@@ -142,26 +146,31 @@ static int64_t next_block_lines(const mla_job *j, const mla_unit *u, int64_t b, 
   return lines;
 }
 
-/* Unit u (at most TILE_HEADS heads) block by block through the tile kernel, each block's successor prefetched during
- * its scores; m, l, o the item's partials. */
+/* Unit u block by block through the tile kernel, each block's rows read from memory once for all the unit's tiles of
+ * TILE_HEADS heads, and its successor prefetched during the first tile's scores; m, l, o the item's partials. */
 static void mla_tile(const mla_job *j, const mla_unit *u, int32_t *m, float *l, float *o, tile_scratch *sc,
                      const mla_unit *next) {
-  int64_t width = j->rank + j->rope, hn = u->h_end - u->h_begin;
-  tile_query(sc->qt, j->q16 + (u->t * j->heads + u->h_begin) * width, hn, width);
-  int32_t tm[TILE_HEADS];
-  float tl[TILE_HEADS], *orow[TILE_HEADS];
-  for (int64_t h = 0; h < TILE_HEADS; h++)
-    tm[h] = MK_MLA_M_NONE, tl[h] = 0, orow[h] = h < hn ? o + (u->h_begin + h) * j->rank : sc->spare;
+  int64_t width = j->rank + j->rope, heads = u->h_end - u->h_begin, tiles = (heads + TILE_HEADS - 1) / TILE_HEADS;
+  int64_t qt_size = 64 * ((width + 7) / 8);
+  for (int64_t i = 0; i < tiles; i++) {
+    int64_t first = u->h_begin + i * TILE_HEADS, hn = heads - i * TILE_HEADS < TILE_HEADS ? heads - i * TILE_HEADS : TILE_HEADS;
+    tile_query(sc->qt + i * qt_size, j->q16 + (u->t * j->heads + first) * width, hn, width);
+    for (int64_t h = 0; h < TILE_HEADS; h++) {
+      sc->m[i * TILE_HEADS + h] = MK_MLA_M_NONE, sc->l[i * TILE_HEADS + h] = 0;
+      sc->orow[i * TILE_HEADS + h] = h < hn ? o + (first + h) * j->rank : sc->spare;
+    }
+  }
   memset(sc->spare, 0, sizeof(float) * (size_t)j->rank);
   for (int64_t b = u->begin; b < u->end; b += 2 * RUN) {
     int64_t count = u->end - b < 2 * RUN ? u->end - b : 2 * RUN;
     const uint16_t *runs[2];
     block_runs(j, u->t, b, count, sc, runs);
     int64_t lines = next_block_lines(j, u, b, next, sc);
-    j->isa->mla_tile_bf16(tm, tl, orow, sc->qt, runs, width, count, width, j->rank, j->scale2, sc->lines, lines,
-                          b + 2 * RUN >= u->end);
+    for (int64_t i = 0; i < tiles; i++)
+      j->isa->mla_tile_bf16(sc->m + i * TILE_HEADS, sc->l + i * TILE_HEADS, sc->orow + i * TILE_HEADS, sc->qt + i * qt_size, runs, width,
+                            count, width, j->rank, j->scale2, sc->lines, i == 0 ? lines : 0, b + 2 * RUN >= u->end);
   }
-  for (int64_t h = 0; h < hn; h++) m[u->h_begin + h] = tm[h], l[u->h_begin + h] = tl[h];
+  for (int64_t h = 0; h < heads; h++) m[u->h_begin + h] = sc->m[h], l[u->h_begin + h] = sc->l[h];
 }
 
 static void mla_item(const mla_job *j, int64_t unit, int64_t next_unit, float *kv, float *s, tile_scratch *sc) {
@@ -203,16 +212,21 @@ static void mla_range(void *raw, int64_t begin, int64_t end) {
   float *scratch = malloc(sizeof(float) * (size_t)(BLOCK * width + 4 * BLOCK));
   tile_scratch sc = {0};
   if (j->q16 != NULL) {
-    sc.qt = aligned_alloc(64, sizeof(uint32_t) * (size_t)(64 * ((width + 7) / 8)));
+    int64_t tiles = (j->heads / j->groups + TILE_HEADS) / TILE_HEADS; /* a unit's tiles, at most */
+    sc.qt = aligned_alloc(64, sizeof(uint32_t) * (size_t)(tiles * 64 * ((width + 7) / 8)));
+    sc.m = malloc(sizeof(int32_t) * (size_t)(tiles * TILE_HEADS));
+    sc.l = malloc(sizeof(float) * (size_t)(tiles * TILE_HEADS));
+    sc.orow = malloc(sizeof(float *) * (size_t)(tiles * TILE_HEADS));
     sc.copy = aligned_alloc(64, sizeof(uint16_t) * (size_t)(2 * RUN * width + 32));
     sc.spare = aligned_alloc(64, sizeof(float) * (size_t)(j->rank + 16));
     sc.lines = malloc(sizeof(char *) * (size_t)(2 * RUN * ((width * 2 + 63) / 64 + 1)));
   }
-  if (scratch == NULL || (j->q16 != NULL && (sc.qt == NULL || sc.copy == NULL || sc.spare == NULL || sc.lines == NULL)))
+  if (scratch == NULL || (j->q16 != NULL && (sc.qt == NULL || sc.m == NULL || sc.l == NULL || sc.orow == NULL || sc.copy == NULL ||
+                                               sc.spare == NULL || sc.lines == NULL)))
     abort(); /* a few KiB; failure here means the process is already lost */
   for (int64_t unit = begin; unit < end; unit++)
     mla_item(j, unit, unit + 1 < end ? unit + 1 : -1, scratch, scratch + BLOCK * width, &sc);
-  free(scratch), free(sc.qt), free(sc.copy), free(sc.spare), free(sc.lines);
+  free(scratch), free(sc.qt), free(sc.m), free(sc.l), free(sc.orow), free(sc.copy), free(sc.spare), free(sc.lines);
 }
 
 /* Combines a row's chunk partials in chunk order and writes out = o / l. */
@@ -277,22 +291,22 @@ MK_EXPORT int32_t mk_mla_decode(mk_context *ctx, float *out, int64_t ldo, const 
                .rank = rank, .rope = rope, .pages = pages, .pages_bf16 = pages_dtype == MK_BF16, .page_size = page_size,
                .num_pages = num_pages, .block_table = block_table, .ldb = ldb, .context_lens = context_lens,
                .scale2 = softmax_scale * LOG2E, .chunks_per_row = chunks_per_row, .items = items, .groups = 1};
-  if (q_dtype == MK_BF16 && ctx->isa->mla_tile_bf16 != NULL) j.groups = (heads + TILE_HEADS - 1) / TILE_HEADS;
-  else if (items < (int64_t)ctx->threads * ITEMS_PER_THREAD) j.groups = heads < HEAD_GROUPS ? heads : HEAD_GROUPS;
+  int tiled = q_dtype == MK_BF16 && ctx->isa->mla_tile_bf16 != NULL;
+  if (items < (int64_t)ctx->threads * ITEMS_PER_THREAD) /* the tile kernel's groups are its tiles */
+    j.groups = tiled ? (heads + TILE_HEADS - 1) / TILE_HEADS : heads < HEAD_GROUPS ? heads : HEAD_GROUPS;
   /* A BF16 query is gathered into rows of q_latent ‖ q_rope for the BF16 row kernels, or widened to F32 (exactly)
    * for the F32 ones. */
   uint16_t *q16 = NULL;
   float *q_wide = NULL;
   if (q_dtype == MK_BF16) {
     const uint16_t *ql = q_latent, *qr = q_rope;
-    int use_bf16 = ctx->isa->mla_tile_bf16 != NULL;
-    if (use_bf16) q16 = malloc(sizeof(uint16_t) * (size_t)(nq * heads * width));
+    if (tiled) q16 = malloc(sizeof(uint16_t) * (size_t)(nq * heads * width));
     else q_wide = malloc(sizeof(float) * (size_t)(nq * heads * width));
     if (q16 == NULL && q_wide == NULL) return MK_E_NOMEM;
     for (int64_t r = 0; r < nq * heads; r++)
       for (int64_t c = 0; c < width; c++) {
         uint16_t b = c < rank ? ql[r * ldq + c] : qr[r * ldr + c - rank];
-        if (use_bf16) q16[r * width + c] = b;
+        if (tiled) q16[r * width + c] = b;
         else q_wide[r * width + c] = mk_bf16_to_f32(b);
       }
     j.q16 = q16, j.bf16_weights = 1;

@@ -41,7 +41,8 @@ final class AttentionContract {
           Arguments.of(5, 2, 32, 8, 7, 5, F32, F32),
           Arguments.of(4, 2, 131, 7, 5, 4, BF16, F32),
           Arguments.of(4, 2, 131, 7, 5, 4, BF16, BF16),
-          Arguments.of(2, 22, 64, 16, 16, 3, BF16, BF16)); // head groups of 5 and 6: a full tile of 4 heads and an edge one
+          Arguments.of(2, 22, 64, 16, 16, 3, BF16, BF16), // two head groups of 11: a group per work unit
+          Arguments.of(9, 20, 64, 16, 16, 3, BF16, BF16)); // rows enough for every thread: 20 heads in one unit, two tiles
     }
 
     /** Attention on in = {qLatent, qRope, pages, blockTable, contextLens}. */
