@@ -185,7 +185,7 @@ typedef struct mk_isa {
 extern const mk_isa mk_isa_portable;
 #if defined(__x86_64__)
 extern const mk_isa mk_isa_avx512;
-/* VDPBF16PS tiles (avx512_bf16.c, the only file built with -mavx512bf16); mk_isa_avx512's matmul_bf16_tile. */
+/* VDPBF16PS tiles (avx512_bf16.c and avx512_bf16_mla.c, the only files built with -mavx512bf16). */
 void mk_avx512_matmul_bf16_tile(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, const uint16_t *w,
                                 int64_t ldw, int64_t mr, int64_t nr, int64_t k);
 void mk_avx512_gemv_bf16_rows(float *out, const uint16_t *x, const uint16_t *w, int64_t ldw, int64_t k);
