@@ -58,12 +58,14 @@ static void matmul_range(void *raw, int64_t o_begin, int64_t o_end) {
             j->isa->matmul_bf16_tile(j->out + o + r, j->ldo, j->x, j->ldx, (const uint16_t *)w + r * j->ldw, j->ldw, 1, 1, j->k);
         continue;
       }
-      for (int64_t t = t0; t < t_end; t += TILE) {
-        int64_t mr = t_end - t < TILE ? t_end - t : TILE;
+      /* every other weight tile walks the activation tiles backwards: it starts on the ones still in L1 */
+      int backward = (int)((o - o_begin) / tile) & 1;
+      for (int64_t i = 0; i < x_tiles; i++) {
+        int64_t t = t0 + (backward ? x_tiles - 1 - i : i) * TILE, mr = t_end - t < TILE ? t_end - t : TILE;
         const void *x = (const char *)j->x + (size_t)(t * j->ldx) * xsize;
         if (next_nr > 0)
           prefetch_rows((const char *)w + (size_t)(nr * j->ldw) * wsize, (size_t)j->ldw * wsize, next_nr,
-                        (size_t)j->k * wsize, (t - t0) / TILE, x_tiles);
+                        (size_t)j->k * wsize, i, x_tiles);
         if (j->x_bf16) j->isa->matmul_bf16_tile(j->out + t * j->ldo + o, j->ldo, x, j->ldx, w, j->ldw, mr, nr, j->k);
         else j->isa->matmul_tile(j->out + t * j->ldo + o, j->ldo, x, j->ldx, w, j->w_bf16, j->ldw, mr, nr, j->k);
       }
