@@ -21,7 +21,8 @@ INLINE __m512i dpbusd(__m512i acc, __m512i u8, __m512i s8) {
 /* ---- u8 x i8 dot tile (VPDPBUSD) ----
  * GEMM tiles are 4 activation rows x 6 weight rows: per 64-byte step 4 + 6 loads feed 24 VPDPBUSD. A GEMV
  * (one activation row) also sums its weight rows in the same pass (the +128 correction), so weights are read
- * once; a GEMM tile gets its sums from a separate sums-only pass (MR = 0) to keep 24 accumulators in registers. */
+ * once; a GEMM tile gets its sums from a separate sums-only pass (MR = 0: sums_u8i8_tile for a whole tile) to keep
+ * 24 accumulators in registers. */
 INLINE void tile_u8i8(int32_t *acc_out, int32_t *wsum, const uint8_t *xu, int64_t ldx, const int8_t *w, int64_t ldw,
                       const int MR, const int NR, int64_t k) {
   __m512i acc[4][MK_I8_NR], sum[MK_I8_NR];
