@@ -129,8 +129,8 @@ public final class TensorArena implements AutoCloseable {
    * A bump allocator over blocks. Past the end of the current block it opens another (never smaller than the
    * request or 16 MiB); a reset after a step that needed several merges them into one block of the step's size
    * plus a quarter (decode steps grow a little with every token), so a steady stream of similar steps runs in
-   * one block with no allocation at all. Fresh memory is already
-   * zero, so only bytes handed out before are zeroed again.
+   * one block with no allocation at all. Blocks are mappings of their own on huge pages where Linux has them
+   * (HugePageChunks.mapped): fresh memory is already zero, so only bytes handed out before are zeroed again.
    */
   private static final class Workspace {
     private static final long MIN_BLOCK = 16L << 20;
@@ -195,9 +195,9 @@ public final class TensorArena implements AutoCloseable {
       current.arena().close();
     }
 
-    private static Block newBlock(long bytes) {
+    private static Block newBlock(long bytes) { // zeroed: fresh pages
       Arena arena = Arena.ofShared();
-      return new Block(arena, arena.allocate(bytes, ALIGNMENT));
+      return new Block(arena, HugePageChunks.mapped(bytes, arena));
     }
   }
 }

@@ -7,8 +7,6 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -53,13 +51,12 @@ class ModelArenaTest {
   /** On Linux with transparent huge pages on (or on request), the mapping carries the advice: smaps shows "hg". */
   @Test
   void onLinuxTheMemoryIsAdvisedForHugePages() throws IOException {
-    Path thp = Path.of("/sys/kernel/mm/transparent_hugepage/enabled");
-    assumeTrue(Files.isReadable(thp) && !Files.readString(thp).contains("[never]"), "no transparent huge pages here");
+    assumeTrue(HugePageMappings.available(), "no transparent huge pages here");
     try (var model = TensorArena.forModel()) {
       Tensor small = model.allocate(DType.F32, 1024), big = model.allocate(DType.F32, BIG);
       assertThat(big.segment().address() % HugePageChunks.HUGE_PAGE).isZero();
-      assertThat(vmFlags(small.segment().address())).contains("hg");
-      assertThat(vmFlags(big.segment().address())).contains("hg");
+      assertThat(HugePageMappings.vmFlags(small.segment().address())).contains("hg");
+      assertThat(HugePageMappings.vmFlags(big.segment().address())).contains("hg");
     }
   }
 
@@ -67,18 +64,5 @@ class ModelArenaTest {
     MemorySegment s = t.segment();
     for (long i = 0; i < s.byteSize(); i++) if (s.get(ValueLayout.JAVA_BYTE, i) != 0) return false;
     return true;
-  }
-
-  /** The VmFlags of the mapping holding {@code address}, from /proc/self/smaps. */
-  private static List<String> vmFlags(long address) throws IOException {
-    boolean inside = false;
-    for (String line : Files.readAllLines(Path.of("/proc/self/smaps"))) {
-      String[] range = line.split(" ", 2)[0].split("-");
-      if (range.length == 2 && range[0].matches("[0-9a-f]+") && range[1].matches("[0-9a-f]+"))
-        inside = Long.compareUnsigned(Long.parseUnsignedLong(range[0], 16), address) <= 0
-            && Long.compareUnsigned(address, Long.parseUnsignedLong(range[1], 16)) < 0;
-      else if (inside && line.startsWith("VmFlags:")) return List.of(line.substring("VmFlags:".length()).trim().split(" "));
-    }
-    throw new AssertionError("no mapping holds 0x" + Long.toHexString(address));
   }
 }
