@@ -48,7 +48,14 @@ public final class Tensor {
   public long numElements() { return numElements(shape); }
 
   /** Whether elements are laid out densely in row-major order. */
-  public boolean isContiguous() { return Arrays.equals(strides, contiguousStrides(shape)); }
+  public boolean isContiguous() {
+    long expected = 1;
+    for (int a = shape.length - 1; a >= 0; a--) {
+      if (strides[a] != expected) return false;
+      expected *= shape[a];
+    }
+    return true;
+  }
 
   /** Whether the owning arena is still open. */
   public boolean isAlive() { return segment.scope().isAlive(); }
@@ -162,7 +169,35 @@ public final class Tensor {
   public void copyFrom(float[] values) {
     if (values.length != numElements())
       throw new IllegalArgumentException(values.length + " values for " + this);
+    if (dtype == DType.F32 && isContiguous()) { // the step's small F32 inputs (gate weights): one bulk copy
+      MemorySegment.copy(values, 0, segment, F32, 0, values.length);
+      return;
+    }
     for (int i = 0; i < values.length; i++) setFloat(i, values[i]);
+  }
+
+  /** Stores {@code values} (I32 tensors) in logical row-major order. */
+  public void copyFrom(int[] values) {
+    requireDType(DType.I32);
+    if (values.length != numElements())
+      throw new IllegalArgumentException(values.length + " values for " + this);
+    if (isContiguous()) { // block tables, context lengths, token rows: every layer of every step
+      MemorySegment.copy(values, 0, segment, I32, 0, values.length);
+      return;
+    }
+    for (int i = 0; i < values.length; i++) setInt(i, values[i]);
+  }
+
+  /** All elements of an I32 tensor, in logical row-major order. */
+  public int[] toIntArray() {
+    requireDType(DType.I32);
+    int[] out = new int[Math.toIntExact(numElements())];
+    if (isContiguous()) {
+      MemorySegment.copy(segment, I32, 0, out, 0, out.length);
+      return out;
+    }
+    for (int i = 0; i < out.length; i++) out[i] = getInt(i);
+    return out;
   }
 
   /** All elements as floats, in logical row-major order. */

@@ -104,7 +104,7 @@ public final class TensorArena implements AutoCloseable {
 
   /** A contiguous F32 tensor holding {@code values}. */
   public Tensor ofFloats(float[] values, int... shape) {
-    Tensor t = allocate(DType.F32, shape);
+    Tensor t = empty(DType.F32, shape); // written whole (copyFrom checks the count)
     t.copyFrom(values);
     return t;
   }
@@ -113,8 +113,8 @@ public final class TensorArena implements AutoCloseable {
   public Tensor ofInts(int[] values, int... shape) {
     if (values.length != Tensor.numElements(shape))
       throw new IllegalArgumentException(values.length + " values for shape " + Tensor.shapeString(shape));
-    Tensor t = allocate(DType.I32, shape);
-    for (int i = 0; i < values.length; i++) t.setInt(i, values[i]);
+    Tensor t = empty(DType.I32, shape); // written whole
+    t.copyFrom(values);
     return t;
   }
 

@@ -27,6 +27,27 @@ class TensorTest extends ReferenceFixture {
     assertThatThrownBy(() -> t.cols(0, 2).reshape(4)).isInstanceOf(IllegalStateException.class);
   }
 
+  /** Bulk copies where the memory is dense, element by element through the strides where it is not: the same values. */
+  @Test
+  void arraysCopyInAndOutOfDenseAndStridedTensors() {
+    Tensor ints = arena.allocate(DType.I32, 2, 4);
+    ints.copyFrom(new int[] {0, 1, 2, 3, 4, 5, 6, 7});
+    assertThat(ints.toIntArray()).containsExactly(0, 1, 2, 3, 4, 5, 6, 7);
+    Tensor intCols = ints.cols(1, 3);
+    assertThat(intCols.isContiguous()).isFalse();
+    assertThat(intCols.toIntArray()).containsExactly(1, 2, 5, 6);
+    intCols.copyFrom(new int[] {-1, -2, -5, -6});
+    assertThat(ints.toIntArray()).containsExactly(0, -1, -2, 3, 4, -5, -6, 7);
+    assertThat(arena.ofInts(new int[] {9, 8, 7}, 3).toIntArray()).containsExactly(9, 8, 7);
+    assertThatThrownBy(() -> ints.copyFrom(new int[3])).isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> floats(new float[] {1}, 1).toIntArray()).isInstanceOf(UnsupportedOperationException.class);
+
+    Tensor f = floats(new float[6], 2, 3);
+    f.cols(1, 3).copyFrom(new float[] {1, 2, 3, 4});
+    assertThat(f.toFloatArray()).containsExactly(0, 1, 2, 0, 3, 4);
+    assertThat(arena.ofFloats(new float[] {0.5f, -2f}, 2).toFloatArray()).containsExactly(0.5f, -2f);
+  }
+
   @Test
   void colsViewIsRowStrided() {
     Tensor t = floats(new float[] {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, 2, 5);

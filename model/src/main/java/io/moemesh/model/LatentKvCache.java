@@ -12,11 +12,14 @@ import io.moemesh.kernels.TensorArena;
  */
 public final class LatentKvCache {
   private final Tensor[] pages; // per layer: (numPages, pageSize, latentDim)
+  private final Tensor[] slots; // the same per layer as rows: (numPages · pageSize, latentDim), slot = page · pageSize + offset
   private final int pageSize;
 
   private LatentKvCache(Tensor[] pages, int pageSize) {
     this.pages = pages;
     this.pageSize = pageSize;
+    this.slots = new Tensor[pages.length];
+    for (int l = 0; l < pages.length; l++) slots[l] = pages[l].reshape(pages[l].dim(0) * pageSize, pages[l].dim(2));
   }
 
   public static LatentKvCache allocate(TensorArena arena, ModelConfig config, DType dtype, int numLayers, int numPages, int pageSize) {
@@ -108,8 +111,7 @@ public final class LatentKvCache {
 
   /** Calls {@code run} for each page-contiguous run of positions {@code [from, from + count)}, with its offset in the range. */
   private void forEachRun(int[] blockTable, int from, int count, RowRun run, int layerId) {
-    Tensor all = pages[layerId];
-    Tensor flat = all.reshape(all.dim(0) * pageSize, all.dim(2));
+    Tensor flat = slots[layerId];
     for (int p = from; p < from + count; ) {
       int inPage = Math.min(pageSize - p % pageSize, from + count - p);
       int row = blockTable[p / pageSize] * pageSize + p % pageSize;
@@ -121,12 +123,10 @@ public final class LatentKvCache {
   private Tensor tokenRow(int layerId, int[] blockTable, int position) {
     int page = blockTable[position / pageSize];
     int row = page * pageSize + position % pageSize;
-    Tensor all = pages[layerId];
-    return all.reshape(all.dim(0) * pageSize, all.dim(2)).rows(row, row + 1);
+    return slots[layerId].rows(row, row + 1);
   }
 
   private Tensor pageRows(int layerId, int page, int n) {
-    Tensor all = pages[layerId];
-    return all.reshape(all.dim(0) * pageSize, all.dim(2)).rows(page * pageSize, page * pageSize + n);
+    return slots[layerId].rows(page * pageSize, page * pageSize + n);
   }
 }

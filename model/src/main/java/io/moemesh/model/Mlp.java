@@ -18,8 +18,8 @@ public record Mlp(Linear w1, Linear w2, Linear w3) {
   /** {@code out (n, dim) = mlp(x (n, dim))}. */
   public void apply(Kernels k, Tensor out, Tensor x, TensorArena scratch) {
     int n = Math.toIntExact(x.numRows()), inter = w1.outFeatures();
-    Tensor gate = scratch.allocate(DType.F32, n, inter);
-    Tensor up = scratch.allocate(DType.F32, n, inter);
+    Tensor gate = scratch.empty(DType.F32, n, inter); // both written whole by their projections
+    Tensor up = scratch.empty(DType.F32, n, inter);
     w1.apply(k, gate, x, scratch);
     w3.apply(k, up, x, scratch);
     k.siluMul(gate, gate, up);

@@ -173,7 +173,7 @@ public final class LocalExperts implements ExpertBackend {
     Mlp shared = sharedByLayer.get(layerId);
     if (shared == null) throw new IllegalStateException("layer " + layerId + " has no shared experts here");
     int n = Math.toIntExact(xq.numRows()), inter = shared.w1().outFeatures();
-    Tensor gate = scratch.allocate(DType.F32, n, inter), up = scratch.allocate(DType.F32, n, inter);
+    Tensor gate = scratch.empty(DType.F32, n, inter), up = scratch.empty(DType.F32, n, inter); // written whole
     shared.w1().applyInt8(k, gate, xq, xs);
     shared.w3().applyInt8(k, up, xq, xs);
     k.siluMul(gate, gate, up);

@@ -15,13 +15,11 @@ public record Routing(int[] expertOffsets, int[] tokenRows, float[] weights) {
 
   /** Regroups the gate output {@code expertIds, gateWeights (tokens, topk)}. */
   public static Routing of(Tensor expertIds, Tensor gateWeights, int numExperts) {
-    int tokens = expertIds.dim(0), topk = expertIds.dim(1);
+    int topk = expertIds.dim(1);
     int[] offsets = new int[numExperts + 1];
-    int[] ids = new int[tokens * topk];
-    for (int i = 0; i < ids.length; i++) {
-      ids[i] = expertIds.getInt(i);
-      offsets[ids[i] + 1]++;
-    }
+    int[] ids = expertIds.toIntArray();
+    float[] gate = gateWeights.toFloatArray();
+    for (int id : ids) offsets[id + 1]++;
     for (int e = 0; e < numExperts; e++) offsets[e + 1] += offsets[e];
     int[] next = offsets.clone();
     int[] rows = new int[ids.length];
@@ -29,7 +27,7 @@ public record Routing(int[] expertOffsets, int[] tokenRows, float[] weights) {
     for (int i = 0; i < ids.length; i++) { // i runs over tokens in order, so rows stay ascending per expert
       int at = next[ids[i]]++;
       rows[at] = i / topk;
-      weights[at] = gateWeights.getFloat(i);
+      weights[at] = gate[i];
     }
     return new Routing(offsets, rows, weights);
   }
