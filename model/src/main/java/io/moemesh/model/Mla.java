@@ -85,13 +85,13 @@ public final class Mla {
 
     Tensor kv = scratch.empty(DType.F32, T, rank + ropeDim);
     wkvA.apply(k, kv, x, scratch);
-    Tensor latent = scratch.allocate(DType.F32, T, rank + ropeDim); // kv_norm(c_kv) ‖ rope(k_pe)
+    Tensor latent = scratch.empty(DType.F32, T, rank + ropeDim); // kv_norm(c_kv) ‖ rope(k_pe), both written below
     k.rmsNorm(latent.cols(0, rank), kv.cols(0, rank), kvNorm, c.rmsNormEps());
     latent.cols(rank, rank + ropeDim).copyFrom(kv.cols(rank, rank + ropeDim));
     k.rope(latent.cols(rank, rank + ropeDim), positions, rope);
     cache.write(k, layerId, batch, latent, scratch);
 
-    Tensor o = scratch.allocate(DType.F32, T, heads * c.vHeadDim());
+    Tensor o = scratch.empty(DType.F32, T, heads * c.vHeadDim()); // every row is a prompt row or a decode row
     List<Rows> decodeRows = new ArrayList<>();
     for (ForwardBatch.SequenceChunk s : batch.sequences()) {
       int start = batch.positions()[s.firstRow()];

@@ -52,10 +52,10 @@ public final class MoeLayer {
   /** The gate: each token's top-k experts and their weights, regrouped by expert. */
   public Routing route(Kernels k, Tensor x, TensorArena scratch) {
     int tokens = Math.toIntExact(x.numRows()), numExperts = gateWeight.dim(0);
-    Tensor logits = scratch.allocate(DType.F32, tokens, numExperts);
+    Tensor logits = scratch.empty(DType.F32, tokens, numExperts); // kernel outputs, written whole
     k.matmul(logits, x, gateWeight);
-    Tensor ids = scratch.allocate(DType.I32, tokens, params.topk());
-    Tensor weights = scratch.allocate(DType.F32, tokens, params.topk());
+    Tensor ids = scratch.empty(DType.I32, tokens, params.topk());
+    Tensor weights = scratch.empty(DType.F32, tokens, params.topk());
     k.moeGate(ids, weights, logits, bias, params);
     return Routing.of(ids, weights, numExperts);
   }
