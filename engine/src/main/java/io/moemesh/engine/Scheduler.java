@@ -238,8 +238,9 @@ public final class Scheduler {
         outputs.add(finish(r, RequestStatus.FINISHED_ERROR, failure));
         continue;
       }
+      boolean inPrompt = r.numComputedTokens < r.numPromptTokens(); // only prompt pages are cached: a decode chunk adds none
       r.numComputedTokens += chunk.numTokens();
-      kv.cacheFullPages(r.id(), r.allTokens(), Math.min(r.numComputedTokens, r.numPromptTokens()));
+      if (inPrompt) kv.cacheFullPages(r.id(), r.allTokens(), Math.min(r.numComputedTokens, r.numPromptTokens()));
       if (!chunk.samples()) continue;
       r.append(token);
       RequestStatus stop = stopStatus(r, token.tokenId());
