@@ -12,8 +12,10 @@
  * is what the hardware prefetcher follows best; interleaving a few rows' streams halved the bandwidth. */
 #define GEMV_ROWS 4
 /* ...unless the rows are this short (bytes) or shorter: then 4 rows side by side are still one stream, and a
- * call, a chain and a horizontal sum per row of 128 bytes (the absorbed MLA's k = 64) cost more than the row. */
-#define GEMV_SHORT_ROW 512
+ * call, a chain and a horizontal sum per row of 128 bytes (k = 64 in BF16) cost more than the row. Rows of 512 bytes
+ * (the absorbed MLA's W_UV, k = 256) go to the 16-row BF16 GEMV: a batch-1 call 18.4-19.7 -> 10.0-10.8 us against
+ * 1 x 6 tiles (alternated in a driver over 64 layers' weights), the same bits. */
+#define GEMV_SHORT_ROW 256
 /* Up to this many activation rows A8W8 takes weight rows one at a time (MK_I8_ROWS activation rows per pass); from
  * 10 rows on the 6-row GEMM tiles were as fast or faster (measured on 512 x 1024 and 1024 x 512 experts). */
 #define I8_FEW_ROWS 9
