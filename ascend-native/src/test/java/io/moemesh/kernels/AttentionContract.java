@@ -9,6 +9,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.moemesh.kernels.ContractChecks.Call;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Random;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
@@ -42,7 +43,9 @@ final class AttentionContract {
           Arguments.of(4, 2, 131, 7, 5, 4, BF16, F32),
           Arguments.of(4, 2, 131, 7, 5, 4, BF16, BF16),
           Arguments.of(2, 22, 64, 16, 16, 3, BF16, BF16), // two head groups of 11: a group per work unit
-          Arguments.of(9, 20, 64, 16, 16, 3, BF16, BF16)); // rows enough for every thread: 20 heads in one unit, two tiles
+          Arguments.of(9, 20, 64, 16, 16, 3, BF16, BF16), // rows enough for every thread: 20 heads in one unit, two tiles
+          Arguments.of(5, 16, 256, 32, 64, 20, BF16, F32), // the bench model's dims, contexts up to 1280: rows in chunks
+          Arguments.of(5, 16, 256, 32, 64, 20, BF16, BF16));
     }
 
     /** Attention on in = {qLatent, qRope, pages, blockTable, contextLens}. */
@@ -135,13 +138,16 @@ final class AttentionContract {
       }
     }
 
+    /** Short contexts, and long ones that a row splits into chunks by its own length (up to 1280 positions). */
     @ParameterizedTest
     @EnumSource(value = DType.class, names = {"F32", "BF16"})
     default void rowsAreIndependentOfTheBatch(DType queryType) {
-      Tensor[] in = inputs(new Random(34), 6, 4, 64, 16, 8, 4, BF16, queryType);
-      check().rowsIndependent("mlaDecode", (k, out, from, to) -> k.mlaDecode(out[0], in[0].rows(from, to),
-          in[1].rows(from, to), new PagedLatentKv(in[2], in[3].rows(from, to), in[4].rows(from, to)), 0.125f),
-          6, garbage(arena(), F32, 6, 4, 64));
+      for (Tensor[] in : List.of(inputs(new Random(34), 6, 4, 64, 16, 8, 4, BF16, queryType),
+          inputs(new Random(35), 6, 4, 64, 16, 64, 20, BF16, queryType))) {
+        check().rowsIndependent("mlaDecode", (k, out, from, to) -> k.mlaDecode(out[0], in[0].rows(from, to),
+            in[1].rows(from, to), new PagedLatentKv(in[2], in[3].rows(from, to), in[4].rows(from, to)), 0.125f),
+            6, garbage(arena(), F32, 6, 4, 64));
+      }
     }
 
     /**
