@@ -91,11 +91,16 @@ typedef struct {
   int64_t item, t, h_begin, h_end, begin, end;
 } mla_unit;
 
+/* A row of `len` positions is this many chunks (the one rule: units, the combine and the batch's item count). */
+static inline int64_t row_chunks(int64_t len) {
+  return (len + CHUNK - 1) / CHUNK;
+}
+
 static mla_unit unit_of(const mla_job *j, int64_t unit) {
   int64_t groups = j->groups, items = j->items, item = unit % items, group = unit / items;
   mla_unit u = {.item = item, .t = item / j->chunks_per_row, .h_begin = j->heads * group / groups,
                 .h_end = j->heads * (group + 1) / groups};
-  int64_t len = j->context_lens[u.t], chunks = (len + CHUNK - 1) / CHUNK;
+  int64_t len = j->context_lens[u.t], chunks = row_chunks(len);
   int64_t size = ((len + chunks - 1) / chunks + 2 * RUN - 1) / (2 * RUN) * (2 * RUN); /* equal chunks of whole blocks */
   u.begin = item % j->chunks_per_row * size, u.end = len;
   if (u.end > u.begin + size) u.end = u.begin + size;
@@ -235,7 +240,7 @@ static void mla_range(void *raw, int64_t begin, int64_t end) {
 
 /* Combines a row's chunk partials in chunk order and writes out = o / l. */
 static void mla_combine(const mla_job *j, int64_t t, float *out, int64_t ldo) {
-  int64_t chunks = (j->context_lens[t] + CHUNK - 1) / CHUNK;
+  int64_t chunks = row_chunks(j->context_lens[t]);
   for (int64_t h = 0; h < j->heads; h++) {
     int32_t m = MK_MLA_M_NONE;
     for (int64_t c = 0; c < chunks; c++) {
@@ -290,7 +295,7 @@ MK_EXPORT int32_t mk_mla_decode(mk_context *ctx, float *out, int64_t ldo, const 
       if (block_table[t * ldb + p] < 0 || block_table[t * ldb + p] >= num_pages) return MK_E_INDEX;
     if (len > longest) longest = len;
   }
-  int64_t chunks_per_row = (longest + CHUNK - 1) / CHUNK, items = nq * chunks_per_row, width = rank + rope;
+  int64_t chunks_per_row = row_chunks(longest), items = nq * chunks_per_row, width = rank + rope;
   mla_job j = {.isa = ctx->isa, .q_latent = q_latent, .q_rope = q_rope, .ldq = ldq, .ldr = ldr, .heads = heads,
                .rank = rank, .rope = rope, .pages = pages, .pages_bf16 = pages_dtype == MK_BF16, .page_size = page_size,
                .num_pages = num_pages, .block_table = block_table, .ldb = ldb, .context_lens = context_lens,
