@@ -11,12 +11,27 @@ final class Check {
   Check(String op, Tensor... args) {
     this.op = op;
     this.args = args;
-    for (Tensor t : args) {
-      if (t == null) fail("a tensor argument is null");
-      if (!t.isAlive()) fail("tensor " + t + " belongs to a closed arena");
-      if (t.rowStride() < 0) fail("tensor " + t + " needs a contiguous last dimension and collapsible rows");
-      if (!t.isAligned(t.dtype().byteSize())) fail("tensor " + t + " is not aligned to its element size");
-    }
+    for (Tensor t : args) usable(t);
+  }
+
+  /** The checks of this call and {@code more} tensors: only those are checked here, failures list them all. */
+  Check with(Tensor... more) {
+    Tensor[] all = Arrays.copyOf(args, args.length + more.length);
+    System.arraycopy(more, 0, all, args.length, more.length);
+    return new Check(op, all, args.length);
+  }
+
+  private Check(String op, Tensor[] args, int checkedAlready) {
+    this.op = op;
+    this.args = args;
+    for (int i = checkedAlready; i < args.length; i++) usable(args[i]);
+  }
+
+  private void usable(Tensor t) {
+    if (t == null) fail("a tensor argument is null");
+    if (!t.isAlive()) fail("tensor " + t + " belongs to a closed arena");
+    if (t.rowStride() < 0) fail("tensor " + t + " needs a contiguous last dimension and collapsible rows");
+    if (!t.isAligned(t.dtype().byteSize())) fail("tensor " + t + " is not aligned to its element size");
   }
 
   Check dtype(Tensor t, String name, DType... allowed) {

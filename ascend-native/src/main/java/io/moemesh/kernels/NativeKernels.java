@@ -163,8 +163,9 @@ public final class NativeKernels extends ValidatingKernels implements AutoClosea
     try (Arena tables = Arena.ofConfined()) {
       MemorySegment wTable = tables.allocate(ValueLayout.ADDRESS, Math.max(groups, 1));
       MemorySegment sTable = tables.allocate(ValueLayout.ADDRESS, Math.max(groups, 1));
+      int[] offsets = rowOffsets.toIntArray();
       for (int g = 0; g < groups; g++) {
-        boolean used = rowOffsets.getInt(g + 1) > rowOffsets.getInt(g);
+        boolean used = offsets[g + 1] > offsets[g];
         wTable.setAtIndex(ValueLayout.ADDRESS, g, used ? w[g].segment() : MemorySegment.NULL);
         sTable.setAtIndex(ValueLayout.ADDRESS, g, used ? wScales[g].segment() : MemorySegment.NULL);
         if (used) ldw = w[g].rowStride();
