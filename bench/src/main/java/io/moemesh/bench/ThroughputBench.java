@@ -38,8 +38,9 @@ import java.util.SplittableRandom;
  *   roofline tokens/s = B · triad bandwidth ÷ (dense weights + distinct routed experts the step's tokens pick
  *                                             + the KV every sequence reads)
  * </pre>
- * averaged over the steps where all B requests decode together. {@code --micro-batch-threshold T} runs steps of at
- * least T tokens as two overlapped micro-batches (0 = never; default as the engine's).
+ * averaged over the steps where all B requests decode together, the triad taken right before and after those steps.
+ * {@code --micro-batch-threshold T} runs steps of at least T tokens as two overlapped micro-batches (0 = never;
+ * default as the engine's).
  */
 public final class ThroughputBench {
   static final java.time.Duration WARM_UP = java.time.Duration.ofSeconds(15);
@@ -52,7 +53,7 @@ public final class ThroughputBench {
                                           [--profile] [--json FILE]
         B requests of I prompt tokens and O output tokens through the engine at once, for each batch size B:
         prefill and decode tokens/s, time per output token, and decode against the memory roofline of its steps
-        (triad bandwidth measured in the same run). --profile: where a full-batch decode step's time goes, per
+        (triad bandwidth measured right before and after). --profile: where a full-batch decode step's time goes, per
         kernel op, each against its speed of light (its bytes at triad bandwidth or its multiply-adds at the
         measured INT8 and BF16 peaks, whichever is longer). Defaults: the bench demo model, int8, B = 1,8,32,64, I = 512, O = 128, T = every core, M = the
         engine's (never split).""";
@@ -100,19 +101,20 @@ public final class ThroughputBench {
       String shape = dir.getFileName() + " " + precision.name().toLowerCase() + ", in " + inputLen + ", out " + outputLen
           + ", micro-batches from " + (microBatchThreshold == 0 ? "never" : microBatchThreshold + " tokens");
       for (int b : batches) {
-        double bandwidth = triad.bytesPerPass() / triad.bestSeconds(threads, 8, 2) / 1e9;
-        Result r = measure(measured, b, inputLen, outputLen, microBatchThreshold, profiler, progress);
-        double roofline = b * bandwidth * 1e9 / r.bytesPerDecodeStep();
-        results.add(new Measurement("triad", StreamTriad.shape(), threads, bandwidth, "GB/s", null, null, "best of 8"));
+        Result r = measure(measured, b, inputLen, outputLen, microBatchThreshold, profiler, progress, WARM_UP, () -> triadGbps(triad, threads));
+        double bandwidth = Math.max(r.triadBefore(), r.triadAfter()), roofline = b * bandwidth * 1e9 / r.bytesPerDecodeStep();
+        results.add(new Measurement("triad", StreamTriad.shape(), threads, bandwidth, "GB/s", null, null,
+            String.format("best of 8 just before and 8 just after the run (%.1f and %.1f)", r.triadBefore(), r.triadAfter())));
         results.add(new Measurement("decode_b" + b, shape, threads, r.decodeTokensPerSecond(), "tok/s",
             r.decodeTokensPerSecond() / roofline, "roofline", "median of " + r.decodeSteps() + " full-batch steps"));
         results.add(new Measurement("tpot_b" + b, shape, threads, r.secondsPerDecodeStep() * 1e3, "ms", null, null,
             "median of " + r.decodeSteps() + " full-batch steps"));
         results.add(new Measurement("prefill_b" + b, shape, threads, r.prefillTokensPerSecond(), "tok/s", null, null,
             "until every request has its first token"));
-        progress.log("batch %d: prefill %.0f tok/s, decode %.1f tok/s (%.2f of a %.1f tok/s roofline: %d MiB/step at %.0f GB/s), TPOT %.1f ms",
-            b, r.prefillTokensPerSecond(), r.decodeTokensPerSecond(), r.decodeTokensPerSecond() / roofline, roofline,
-            r.bytesPerDecodeStep() >> 20, bandwidth, r.secondsPerDecodeStep() * 1e3);
+        progress.log("batch %d: prefill %.0f tok/s, decode %.1f tok/s (%.2f of a %.1f tok/s roofline: %d MiB/step at %.0f GB/s, "
+            + "the triad's best of %.0f before and %.0f after), TPOT %.1f ms", b, r.prefillTokensPerSecond(), r.decodeTokensPerSecond(),
+            r.decodeTokensPerSecond() / roofline, roofline, r.bytesPerDecodeStep() >> 20, bandwidth, r.triadBefore(), r.triadAfter(),
+            r.secondsPerDecodeStep() * 1e3);
         if (profiler != null) {
           System.out.println("full-batch decode step profile, batch " + b + ", " + threads + " thread(s) (mean of " + r.decodeSteps() + " steps):");
           var light = new SpeedOfLight(bandwidth, int8Peak, bf16Peak);
@@ -124,28 +126,48 @@ public final class ThroughputBench {
     if (json != null) Report.writeJson(Path.of(json), results);
   }
 
+  /** A bandwidth measured when asked, GB/s. */
+  interface Bandwidth {
+    double gbps() throws InterruptedException;
+  }
+
+  /** Triad GB/s, best of 8 passes after 2 unmeasured (STREAM's rule). */
+  static double triadGbps(StreamTriad triad, int threads) throws InterruptedException {
+    return triad.bytesPerPass() / triad.bestSeconds(threads, 8, 2) / 1e9;
+  }
+
+  /** A measured run; {@code triadBefore} and {@code triadAfter} GB/s, taken right before and after it. */
   record Result(double prefillTokensPerSecond, double decodeTokensPerSecond, double secondsPerDecodeStep, long bytesPerDecodeStep,
-      int decodeSteps, double decodeSecondsTotal) {}
+      int decodeSteps, double decodeSecondsTotal, double triadBefore, double triadAfter) {
+    Result withTriad(double before, double after) {
+      return new Result(prefillTokensPerSecond, decodeTokensPerSecond, secondsPerDecodeStep, bytesPerDecodeStep, decodeSteps,
+          decodeSecondsTotal, before, after);
+    }
+  }
 
   /**
-   * A warm-up run (JIT, workspace) and a measured run of {@code batch} requests, on one runner; {@code profiler}
-   * (null: none) records the measured run's full-batch decode steps only.
+   * Warm-up runs (JIT, workspace) for at least {@code warmUp}, then a measured run of {@code batch} requests, on one
+   * runner, with the triad taken right before and right after the measured run: this machine's bandwidth moves by a third within minutes, so the
+   * roofline is measured next to the steps it judges. {@code profiler} (null: none) records the measured run's
+   * full-batch decode steps only.
    */
   static Result measure(DeepseekModel model, int batch, int inputLen, int outputLen, int microBatchThreshold, ProfilingKernels profiler,
-      Progress progress) {
+      Progress progress, java.time.Duration warmUp, Bandwidth triad) throws InterruptedException {
     int pageSize = 16, pagesPerRequest = (inputLen + outputLen + pageSize - 1) / pageSize;
     var kvConfig = new KvCacheConfig(batch * pagesPerRequest + 1, pageSize, false);
     var experts = new CountingExperts(model.localExperts());
     long kvBytesPerToken = (long) model.config().latentDim() * model.precision().kvCacheDType().byteSize() * model.config().numHiddenLayers();
     try (var runner = new DeepseekRunner(model, experts, kvConfig, KvConnector.NONE, null, microBatchThreshold)) {
-      // warm-up runs for at least WARM_UP, so the JIT is done with the step's code: measured while it still compiled, a
+      // warm-up runs for at least warmUp, so the JIT is done with the step's code: measured while it still compiled, a
       // first batch of 1 ran at half speed (the compiler threads take the cores the kernels use)
-      long warmUpEnd = System.nanoTime() + WARM_UP.toNanos();
+      long warmUpEnd = System.nanoTime() + warmUp.toNanos();
       do {
         run(model, new TimedRunner(runner, experts, batch, kvBytesPerToken, null), kvConfig, batch, Math.min(inputLen, 128), Math.min(outputLen, 64), null);
       } while (System.nanoTime() < warmUpEnd);
+      double before = triad.gbps();
       if (profiler != null) profiler.reset();
-      return run(model, new TimedRunner(runner, experts, batch, kvBytesPerToken, profiler), kvConfig, batch, inputLen, outputLen, progress);
+      Result r = run(model, new TimedRunner(runner, experts, batch, kvBytesPerToken, profiler), kvConfig, batch, inputLen, outputLen, progress);
+      return r.withTriad(before, triad.gbps());
     }
   }
 
@@ -157,9 +179,11 @@ public final class ThroughputBench {
         ModelLimits.of(model.config()));
     var core = new EngineCore(scheduler, timed, kv); // not closed: the runner outlives it
     var random = new SplittableRandom(batch);
+    // ordinary ids: past the special tokens at the start of a vocabulary, within a small model's
+    int endId = Math.min(4000, model.config().vocabSize()), firstId = Math.min(300, endId / 2);
     var params = SamplingParams.greedy().toBuilder().ignoreEos(true).build();
     for (int i = 0; i < batch; i++)
-      core.add(GenerationRequest.of("b" + i, random.ints(inputLen, 300, 4000).toArray(), params, outputLen));
+      core.add(GenerationRequest.of("b" + i, random.ints(inputLen, firstId, endId).toArray(), params, outputLen));
     long start = System.nanoTime(), allStarted = 0, lastReport = start;
     var started = new java.util.HashSet<String>();
     while (core.hasRequests()) {
@@ -175,7 +199,7 @@ public final class ThroughputBench {
     }
     double prefillSeconds = (allStarted - start) / 1e9, step = timed.medianSeconds();
     return new Result(batch * (double) inputLen / prefillSeconds, batch / step, step, model.denseWeightBytes() + timed.meanBytes(),
-        timed.stepSeconds.size(), timed.stepSeconds.stream().mapToDouble(Double::doubleValue).sum());
+        timed.stepSeconds.size(), timed.stepSeconds.stream().mapToDouble(Double::doubleValue).sum(), Double.NaN, Double.NaN);
   }
 
   /** Times the runner's steps in which all {@code batch} requests decode one token each. */

@@ -1,0 +1,40 @@
+package io.moemesh.bench;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
+
+import io.moemesh.kernels.KernelBackend;
+import io.moemesh.kernels.Kernels;
+import io.moemesh.model.DeepseekModel;
+import io.moemesh.model.Precision;
+import io.moemesh.model.demo.DemoCheckpoint;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** {@code bench throughput}'s measured run, on the shipped tiny model (a 1024-token vocabulary) through the real engine. */
+class ThroughputBenchTest {
+
+  @Test
+  void measuresAFullBatchDecodeAgainstTheTriadTakenRightBeforeAndAfter() throws Exception {
+    Path dir = Files.createTempDirectory("moemesh-bench-test").resolve("tiny");
+    DemoCheckpoint.writeShipped("tiny", dir, 7, DemoCheckpoint.Format.BF16, (done, total) -> {});
+    try (Kernels kernels = KernelBackend.NATIVE.open(2); var model = DeepseekModel.load(dir, Precision.INT8, kernels, (done, total) -> {})) {
+      var triads = new ArrayDeque<>(List.of(41.0, 43.0)); // GB/s, in the order the bench asks
+      var r = ThroughputBench.measure(model, 3, 20, 6, 0, null, null, Duration.ZERO, triads::removeFirst);
+
+      assertThat(triads).isEmpty();
+      assertThat(r.triadBefore()).isEqualTo(41.0);
+      assertThat(r.triadAfter()).isEqualTo(43.0);
+      // 6 output tokens: the first comes from the prefill, the other 5 from steps where all 3 requests decode
+      assertThat(r.decodeSteps()).isEqualTo(5);
+      assertThat(r.decodeTokensPerSecond()).isCloseTo(3 / r.secondsPerDecodeStep(), within(1e-9));
+      assertThat(r.prefillTokensPerSecond()).isPositive();
+      // a step reads every dense weight, the experts its tokens pick and each sequence's KV
+      assertThat(r.bytesPerDecodeStep()).isGreaterThan(model.denseWeightBytes());
+    }
+  }
+}
