@@ -84,6 +84,13 @@ int32_t mk_matmul_heads(mk_context *ctx, float *out, int64_t ldo, const void *x,
 int32_t mk_matmul_heads_km(mk_context *ctx, float *out, int64_t ldo, const void *x, int32_t x_dtype, int64_t ldx,
                            const void *w, int32_t w_dtype, int64_t n, int64_t heads, int64_t m, int64_t k);
 
+/* mk_matmul_heads_km for BF16 x and w, with w given as its column pairs laid out once (at load) in the order the
+ * kernel reads them: wp[((h * ceil(m / 32) + b) * ceil(k / 2) + j) * 64 + 2 * o + e] = w[h][2j + e][32b + o], zero
+ * past k or m. Bit for bit mk_matmul_heads_km on the w the pairs were made from (the same sums in the same order),
+ * without the per-call interleave of w's rows. */
+int32_t mk_matmul_heads_km_pairs(mk_context *ctx, float *out, int64_t ldo, const uint16_t *x, int64_t ldx,
+                                 const uint16_t *wp, int64_t n, int64_t heads, int64_t m, int64_t k);
+
 int32_t mk_quantize_rows(mk_context *ctx, int8_t *q, int64_t ldq, float *scales,
                          const void *x, int32_t x_dtype, int64_t ldx, int64_t n, int64_t k);
 

@@ -233,9 +233,9 @@ static void interleave_pairs(uint32_t *wt, const uint16_t *w, int64_t ldw, int64
   }
 }
 
-/* A unit's tokens 8 at a time against its pairs wt. */
-static void heads_bf16_all_tokens(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, int64_t n, int64_t m,
-                                  int64_t k, const uint32_t *wt) {
+/* mk_isa.heads_km_bf16_pairs (mk_internal.h): a unit's tokens 8 at a time against its pairs wt. */
+void mk_avx512_heads_km_bf16_pairs(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, int64_t n, int64_t m,
+                                   int64_t k, const uint32_t *wt) {
   for (int64_t t0 = 0; t0 < n; t0 += 8) {
     float *o = out + t0 * ldo;
     const uint16_t *xt = x + t0 * ldx;
@@ -256,7 +256,7 @@ static void heads_bf16_all_tokens(float *out, int64_t ldo, const uint16_t *x, in
 void mk_avx512_heads_km_bf16_unit(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, const uint16_t *w,
                                   int64_t ldw, int64_t n, int64_t m, int64_t k, uint32_t *wt) {
   interleave_pairs(wt, w, ldw, m, k);
-  heads_bf16_all_tokens(out, ldo, x, ldx, n, m, k, wt);
+  mk_avx512_heads_km_bf16_pairs(out, ldo, x, ldx, n, m, k, wt);
 }
 
 /* Fourteen independent VDPBF16PS chains in registers (its latency needs 13 to keep 2 a cycle busy): 14 · 32

@@ -291,6 +291,7 @@ const mk_isa mk_isa_avx512 = {
     .mla_tile_bf16 = mk_avx512_mla_tile_bf16,
     .gemv_bf16_rows = mk_avx512_gemv_bf16_rows,
     .heads_km_bf16_unit = mk_avx512_heads_km_bf16_unit,
+    .heads_km_bf16_pairs = mk_avx512_heads_km_bf16_pairs,
     .argmax = argmax,
     .int8_peak_loop = mk_avx512_int8_peak_loop,
     .bf16_peak_loop = mk_avx512_bf16_peak_loop,

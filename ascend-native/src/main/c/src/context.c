@@ -240,6 +240,7 @@ MK_EXPORT mk_context *mk_context_create(int32_t threads, int32_t isa) {
     ctx->table.matmul_bf16_tile = mk_isa_portable.matmul_bf16_tile;
     ctx->table.mla_tile_bf16 = NULL; /* VDPBF16PS */
     ctx->table.heads_km_bf16_unit = NULL;
+    ctx->table.heads_km_bf16_pairs = NULL;
     ctx->table.gemv_bf16_rows = NULL;
     ctx->table.bf16_peak_loop = mk_isa_portable.bf16_peak_loop;
     ctx->isa = &ctx->table;

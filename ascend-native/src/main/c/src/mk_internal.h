@@ -130,6 +130,9 @@ typedef struct mk_isa {
    * order (VDPBF16PS), the same for any n, so a row's bits never depend on the batch. */
   void (*heads_km_bf16_unit)(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, const uint16_t *w, int64_t ldw,
                              int64_t n, int64_t m, int64_t k, uint32_t *wt);
+  /* heads_km_bf16_unit on column pairs made already: wt[j * 32 + o] = (w[2j][o], w[2j + 1][o]), j < (k + 1) / 2. */
+  void (*heads_km_bf16_pairs)(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, int64_t n, int64_t m, int64_t k,
+                              const uint32_t *wt);
   /* acc[t*MK_I8_NR + o] = Σ xu[t][j] * w[o][j] with xu = x + 128 as unsigned bytes; mr <= MK_I8_ROWS (0: sums
    * only), nr <= MK_I8_NR. When wsum is not null it also gets wsum[o] = Σ w[o][j] (fused where it can be, so a
    * GEMV or a few rows read each weight row once). */
@@ -191,6 +194,8 @@ void mk_avx512_matmul_bf16_tile(float *out, int64_t ldo, const uint16_t *x, int6
 void mk_avx512_gemv_bf16_rows(float *out, const uint16_t *x, const uint16_t *w, int64_t ldw, int64_t k);
 void mk_avx512_heads_km_bf16_unit(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, const uint16_t *w, int64_t ldw,
                                   int64_t n, int64_t m, int64_t k, uint32_t *wt);
+void mk_avx512_heads_km_bf16_pairs(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, int64_t n, int64_t m, int64_t k,
+                                   const uint32_t *wt);
 double mk_avx512_bf16_peak_loop(int64_t iterations);
 void mk_avx512_mla_tile_bf16(int32_t *m, float *l, float *const *o, const uint32_t *qt, const uint16_t *const *runs,
                              int64_t ld, int64_t count, int64_t width, int64_t rank, float scale,

@@ -148,13 +148,21 @@ typedef struct {
   const mk_isa *isa;
   float *out;
   const void *x, *w;
+  const uint16_t *pairs; /* w as its column pairs (mk_matmul_heads_km_pairs), else null */
   int64_t ldo, ldx, n, heads, m, k, blocks;
   int32_t x_bf16, w_bf16;
 } heads_km_job;
 
-/* x row (t, h)[c] and w[h][c][o] as F32 (BF16 widens exactly). */
+/* x row (t, h)[c] and w[h][c][o] as F32 (BF16 widens exactly), from whichever layout w has. */
 static inline float heads_km_x(const heads_km_job *j, int64_t row, int64_t c) {
   return j->x_bf16 ? mk_bf16_to_f32(((const uint16_t *)j->x)[row * j->ldx + c]) : ((const float *)j->x)[row * j->ldx + c];
+}
+
+static inline float heads_km_w(const heads_km_job *j, int64_t h, int64_t c, int64_t o) {
+  if (j->pairs != NULL)
+    return mk_bf16_to_f32(j->pairs[((h * j->blocks + o / 32) * ((j->k + 1) / 2) + c / 2) * 64 + o % 32 * 2 + c % 2]);
+  size_t at = (size_t)((h * j->k + c) * j->m + o);
+  return j->w_bf16 ? mk_bf16_to_f32(((const uint16_t *)j->w)[at]) : ((const float *)j->w)[at];
 }
 
 /* One unit in F32: each output adds x[c]·w[c][o] in column order, rounded once per multiply and per add. */
@@ -164,38 +172,47 @@ static void heads_km_f32_unit(const heads_km_job *j, int64_t h, int64_t o0, int6
     float acc[32] = {0};
     for (int64_t c = 0; c < j->k; c++) {
       float xc = heads_km_x(j, row, c);
-      size_t at = (size_t)((h * j->k + c) * j->m + o0);
-      if (j->w_bf16)
-        for (int64_t o = 0; o < mo; o++) acc[o] = acc[o] + xc * mk_bf16_to_f32(((const uint16_t *)j->w)[at + o]);
-      else
-        for (int64_t o = 0; o < mo; o++) acc[o] = acc[o] + xc * ((const float *)j->w)[at + o];
+      for (int64_t o = 0; o < mo; o++) acc[o] = acc[o] + xc * heads_km_w(j, h, c, o0 + o);
     }
     for (int64_t o = 0; o < mo; o++) j->out[row * j->ldo + o0 + o] = acc[o];
   }
 }
 
 /* Units ahead whose weights a BF16 unit prefetches: without, W_UK at batch 1 waited on each of its 64 rows' pieces
- * (from DRAM, 16 heads x 64 x 256: 1.73x with 1 ahead, 1.74-1.77x with 2; batch 32 1.10x). */
+ * (from DRAM, 16 heads x 64 x 256: 1.73x with 1 ahead, 1.74-1.77x with 2; batch 32 1.10x). Pairs laid out at load
+ * are one sequential stream, which the hardware prefetcher follows. */
 #define KM_UNITS_AHEAD 2
 
 static void heads_km_range(void *raw, int64_t begin, int64_t end) {
   const heads_km_job *j = raw;
-  int units = j->x_bf16 && j->isa->heads_km_bf16_unit != NULL;
+  int paired = j->x_bf16 && j->pairs != NULL && j->isa->heads_km_bf16_pairs != NULL;
+  int units = j->x_bf16 && j->pairs == NULL && j->isa->heads_km_bf16_unit != NULL;
   uint32_t *wt = units ? aligned_alloc(64, sizeof(uint32_t) * 32 * (size_t)((j->k + 1) / 2 + 1)) : NULL;
   if (units && wt == NULL) abort(); /* 64 KiB at k = 1024; failure here means the process is already lost */
   for (int64_t u = begin; u < end; u++) {
     int64_t h = u / j->blocks, o0 = u % j->blocks * 32, mo = j->m - o0 < 32 ? j->m - o0 : 32;
+    float *out = j->out + h * j->ldo + o0;
+    const uint16_t *x = (const uint16_t *)j->x + h * j->ldx;
+    if (paired) {
+      j->isa->heads_km_bf16_pairs(out, j->heads * j->ldo, x, j->heads * j->ldx, j->n, mo, j->k,
+                                  (const uint32_t *)j->pairs + u * 32 * ((j->k + 1) / 2));
+      continue;
+    }
     if (units && u + KM_UNITS_AHEAD < end) { /* a later unit's k pieces of 64 bytes: a stride the prefetcher misses */
       int64_t v = u + KM_UNITS_AHEAD;
       const uint16_t *wv = (const uint16_t *)j->w + v / j->blocks * j->k * j->m + v % j->blocks * 32;
       for (int64_t c = 0; c < j->k; c++) __builtin_prefetch(wv + c * j->m, 0, 3);
     }
     if (units)
-      j->isa->heads_km_bf16_unit(j->out + h * j->ldo + o0, j->heads * j->ldo, (const uint16_t *)j->x + h * j->ldx,
-                                 j->heads * j->ldx, (const uint16_t *)j->w + h * j->k * j->m + o0, j->m, j->n, mo, j->k, wt);
+      j->isa->heads_km_bf16_unit(out, j->heads * j->ldo, x, j->heads * j->ldx, (const uint16_t *)j->w + h * j->k * j->m + o0,
+                                 j->m, j->n, mo, j->k, wt);
     else heads_km_f32_unit(j, h, o0, mo);
   }
   free(wt);
+}
+
+static void heads_km_run(mk_context *ctx, heads_km_job *j, int64_t weight_bytes) {
+  mk_parallel_for(ctx, j->heads * j->blocks, 1, weight_bytes + j->n * j->heads * j->m * j->k, heads_km_range, j);
 }
 
 MK_EXPORT int32_t mk_matmul_heads_km(mk_context *ctx, float *out, int64_t ldo, const void *x, int32_t x_dtype,
@@ -206,9 +223,18 @@ MK_EXPORT int32_t mk_matmul_heads_km(mk_context *ctx, float *out, int64_t ldo, c
   if (w_dtype != MK_F32 && w_dtype != MK_BF16) return MK_E_DTYPE;
   if (x_dtype != MK_F32 && !(x_dtype == MK_BF16 && w_dtype == MK_BF16)) return MK_E_DTYPE;
   if (n == 0 || heads == 0 || m == 0) return MK_OK;
-  heads_km_job j = {ctx->isa, out, x, w, ldo, ldx, n, heads, m, k, (m + 31) / 32, x_dtype == MK_BF16, w_dtype == MK_BF16};
-  int64_t wsize = w_dtype == MK_BF16 ? 2 : 4;
-  mk_parallel_for(ctx, heads * j.blocks, 1, heads * m * k * wsize + n * heads * m * k, heads_km_range, &j);
+  heads_km_job j = {ctx->isa, out, x, w, NULL, ldo, ldx, n, heads, m, k, (m + 31) / 32, x_dtype == MK_BF16, w_dtype == MK_BF16};
+  heads_km_run(ctx, &j, heads * m * k * (w_dtype == MK_BF16 ? 2 : 4));
+  return MK_OK;
+}
+
+MK_EXPORT int32_t mk_matmul_heads_km_pairs(mk_context *ctx, float *out, int64_t ldo, const uint16_t *x, int64_t ldx,
+                                           const uint16_t *wp, int64_t n, int64_t heads, int64_t m, int64_t k) {
+  if (ctx == NULL || out == NULL || x == NULL || wp == NULL) return MK_E_NULL;
+  if (n < 0 || heads < 0 || m < 0 || k < 0 || ldo < m || ldx < k) return MK_E_SHAPE;
+  if (n == 0 || heads == 0 || m == 0) return MK_OK;
+  heads_km_job j = {ctx->isa, out, x, NULL, wp, ldo, ldx, n, heads, m, k, (m + 31) / 32, 1, 1};
+  heads_km_run(ctx, &j, heads * j.blocks * ((k + 1) / 2) * 128);
   return MK_OK;
 }
 

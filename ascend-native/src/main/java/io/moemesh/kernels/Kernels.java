@@ -66,6 +66,14 @@ public interface Kernels extends AutoCloseable {
   void matmulHeadsKm(Tensor out, Tensor x, Tensor w);
 
   /**
+   * {@link #matmulHeadsKm} for a BF16 x, with the BF16 weights given as their {@link HeadsKmPairs}, laid out once at
+   * load rather than interleaved on every call: bit for bit {@code matmulHeadsKm(out, x, w)} with the w the pairs were
+   * made from. out F32 (n, heads, m); x BF16 (n, heads, k) as for matmulHeadsKm; wPairs BF16
+   * {@link HeadsKmPairs#shape}(heads, k, m), contiguous.
+   */
+  void matmulHeadsKmPairs(Tensor out, Tensor x, Tensor wPairs);
+
+  /**
    * A8W8 matmul: {@code out[t][o] = (float) Σ_j xq[t][j]·w[o][j] · xScales[t] · wScales[o]} with exact
    * INT32 accumulation, multiplied left to right in F32. out F32 (n, m); xq I8 (n, k); xScales F32 (n);
    * w I8 (m, k); wScales F32 (m). INT8 values are in [-127, 127] (as {@link #quantizeRows} makes them).

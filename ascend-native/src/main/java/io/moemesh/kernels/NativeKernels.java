@@ -139,6 +139,13 @@ public final class NativeKernels extends ValidatingKernels implements AutoClosea
   }
 
   @Override
+  protected void doMatmulHeadsKmPairs(Tensor out, Tensor x, Tensor wPairs) {
+    call("matmulHeadsKmPairs", ctx -> (int) NativeOps.MATMUL_HEADS_KM_PAIRS.invokeExact(ctx, out.segment(), out.rowStride(),
+        x.segment(), x.rowStride(), wPairs.segment(), (long) x.dim(0), (long) x.dim(1), (long) out.dim(2), (long) x.dim(2)),
+        out, x, wPairs);
+  }
+
+  @Override
   protected void doQuantizeRows(Tensor q, Tensor scales, Tensor x) {
     call("quantizeRows", ctx -> (int) NativeOps.QUANTIZE_ROWS.invokeExact(ctx, q.segment(), q.rowStride(),
         scales.segment(), x.segment(), x.dtype().code(), x.rowStride(), x.numRows(), (long) x.rowLength()), q, scales, x);

@@ -29,6 +29,8 @@ final class NativeOps {
       ADDRESS, JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG);
   static final MethodHandle MATMUL_HEADS_KM = op("mk_matmul_heads_km", ADDRESS, JAVA_LONG, ADDRESS, JAVA_INT, JAVA_LONG,
       ADDRESS, JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG);
+  static final MethodHandle MATMUL_HEADS_KM_PAIRS = op("mk_matmul_heads_km_pairs", ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG,
+      ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG);
   static final MethodHandle QUANTIZE_ROWS = op("mk_quantize_rows", ADDRESS, JAVA_LONG, ADDRESS, ADDRESS, JAVA_INT,
       JAVA_LONG, JAVA_LONG, JAVA_LONG);
   static final MethodHandle MATMUL_I8 = op("mk_matmul_i8", ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS, ADDRESS,

@@ -190,6 +190,13 @@ public final class ProfilingKernels implements Kernels {
   }
 
   @Override
+  public void matmulHeadsKmPairs(Tensor out, Tensor x, Tensor wPairs) {
+    time(() -> new Key("matmulHeadsKmPairs", wPairs, x.dtype()),
+        () -> Work.moving(out, x, wPairs).plusMacs(x.dtype(), out.numElements() * x.dim(2)),
+        () -> inner.matmulHeadsKmPairs(out, x, wPairs));
+  }
+
+  @Override
   public void quantizeRows(Tensor q, Tensor scales, Tensor x) {
     time("quantizeRows", () -> Work.moving(q, scales, x), () -> inner.quantizeRows(q, scales, x));
   }

@@ -84,6 +84,15 @@ public final class ReferenceKernels extends ValidatingKernels {
   }
 
   @Override
+  protected void doMatmulHeadsKmPairs(Tensor out, Tensor x, Tensor wPairs) {
+    try (TensorArena scratch = TensorArena.confined()) { // the spec: matmulHeadsKm on the weights the pairs hold
+      Tensor w = scratch.allocate(DType.BF16, out.dim(1), x.dim(2), out.dim(2));
+      HeadsKmPairs.unpair(w, wPairs);
+      doMatmulHeadsKm(out, x, w);
+    }
+  }
+
+  @Override
   protected void doQuantizeRows(Tensor q, Tensor scales, Tensor x) {
     for (long t = 0; t < x.numRows(); t++) {
       QuantizedRow qt = quantize(row(x, t));

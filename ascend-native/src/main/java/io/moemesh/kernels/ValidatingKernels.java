@@ -37,6 +37,18 @@ public abstract class ValidatingKernels implements Kernels {
     doMatmulHeadsKm(out, x, w);
   }
 
+  @Override
+  public final void matmulHeadsKmPairs(Tensor out, Tensor x, Tensor wPairs) {
+    var c = new Check("matmulHeadsKmPairs", out, x, wPairs);
+    c.dtype(out, "out", F32).dtype(x, "x", BF16).dtype(wPairs, "wPairs", BF16);
+    if (out.rank() != 3 || x.rank() != 3) c.fail("out (n, heads, m) and x (n, heads, k) must have rank 3");
+    if (x.dim(0) != out.dim(0) || x.dim(1) != out.dim(1)) c.fail("out and x disagree on n or heads");
+    int[] pairs = HeadsKmPairs.shape(out.dim(1), x.dim(2), out.dim(2));
+    if (!java.util.Arrays.equals(wPairs.shape(), pairs) || !wPairs.isContiguous())
+      c.fail("wPairs must be the contiguous pairs " + java.util.Arrays.toString(pairs) + " of (heads, k, m) weights");
+    doMatmulHeadsKmPairs(out, x, wPairs);
+  }
+
   /** What the per-head matmuls share: dtypes, ranks, n and heads, a contiguous w laid out {@code wLayout}. */
   private static Check headsChecked(String op, Tensor out, Tensor x, Tensor w, String wLayout) {
     var c = new Check(op, out, x, w);
@@ -233,6 +245,8 @@ public abstract class ValidatingKernels implements Kernels {
   protected abstract void doMatmulHeads(Tensor out, Tensor x, Tensor w);
 
   protected abstract void doMatmulHeadsKm(Tensor out, Tensor x, Tensor w);
+
+  protected abstract void doMatmulHeadsKmPairs(Tensor out, Tensor x, Tensor wPairs);
 
   protected abstract void doQuantizeRows(Tensor q, Tensor scales, Tensor x);
 

@@ -26,7 +26,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * matmulInt8Grouped bit for bit the reference and the same kernels' matmulInt8 called group by group;
  * matmulHeads bit for bit the same kernels' matmul called head by head (matmul itself is held to the reference in
  * {@link LinearOpsContract}); matmulHeadsKm (weights (heads, k, m)) bit for
- * bit the reference for an F32 x, within tolerance of it for a BF16 x, each row independent of the batch.
+ * bit the reference for an F32 x, within tolerance of it for a BF16 x, each row independent of the batch;
+ * matmulHeadsKmPairs bit for bit the same kernels' matmulHeadsKm on the weights its pairs were made from.
  */
 final class GroupedLinearContract {
   private GroupedLinearContract() {}
@@ -261,6 +262,48 @@ final class GroupedLinearContract {
       check().rejected("matmulHeadsKm", k -> k.matmulHeadsKm(out, in[0], uniform(arena(), random, F32, 1, 3, 5, 8)), out); // (heads, m, k)
       check().rejected("matmulHeadsKm", k -> k.matmulHeadsKm(out, uniform(arena(), random, BF16, 1, 2, 3, 8), in[1]), out); // BF16 x, F32 w
       check().rejected("matmulHeadsKm", k -> k.matmulHeadsKm(out, uniform(arena(), random, F32, 1, 6, 8), in[1]), out); // rank 2
+    }
+  }
+
+  interface MatmulHeadsKmPairs extends ContractBase {
+    /** (n, heads, k, m): W_UK at decode batches 1, 17 and 33; odd k, m not a multiple of 32, one column, one output. */
+    static Stream<Arguments> shapes() {
+      return Stream.of(Arguments.of(1, 16, 64, 256), Arguments.of(17, 16, 64, 256), Arguments.of(33, 16, 64, 256),
+          Arguments.of(3, 16, 256, 64), Arguments.of(5, 3, 33, 17), Arguments.of(9, 2, 1, 33), Arguments.of(8, 1, 127, 16),
+          Arguments.of(2, 2, 129, 40), Arguments.of(1, 1, 1, 1));
+    }
+
+    /** {x (n, heads, k) BF16, a column slice as MLA passes it; w (heads, k, m) BF16; w's pairs}. */
+    private Tensor[] inputs(Random random, int n, int heads, int k, int m) {
+      Tensor x = uniform(arena(), random, BF16, 1, n, heads, k + 3).cols(0, k), w = uniform(arena(), random, BF16, 1, heads, k, m);
+      Tensor pairs = arena().allocate(BF16, HeadsKmPairs.shape(heads, k, m));
+      HeadsKmPairs.fill(pairs, w);
+      return new Tensor[] {x, w, pairs};
+    }
+
+    @ParameterizedTest(name = "n {0}, heads {1}, k {2}, m {3}")
+    @MethodSource("shapes")
+    default void givesMatmulHeadsKmsBitsOnTheWeightsItsPairsHold(int n, int heads, int k, int m) {
+      Tensor[] in = inputs(new Random(seed(n, heads, k, m)), n, heads, k, m);
+      Tensor paired = check().actual("matmulHeadsKmPairs", (kernels, out, t) -> kernels.matmulHeadsKmPairs(out[0], t[0], t[2]), in,
+          garbage(arena(), F32, n, heads, m))[0];
+      Tensor asItLies = garbage(arena(), F32, n, heads, m);
+      kernels().matmulHeadsKm(asItLies, in[0], in[1]);
+      assertBitEqual(paired, asItLies, "matmulHeadsKmPairs vs matmulHeadsKm");
+    }
+
+    @Test
+    default void rejectsPairsOfOtherWeightsAndOtherDtypes() {
+      var random = new Random(35);
+      Tensor[] in = inputs(random, 2, 3, 8, 40);
+      Tensor out = garbage(arena(), F32, 2, 3, 40), pairs = in[2];
+      Tensor pairsOfK10 = arena().allocate(BF16, HeadsKmPairs.shape(3, 10, 40)), pairsOfM70 = arena().allocate(BF16, HeadsKmPairs.shape(3, 8, 70));
+      check().rejected("matmulHeadsKmPairs", k -> k.matmulHeadsKmPairs(out, in[0], pairsOfK10), out); // k
+      check().rejected("matmulHeadsKmPairs", k -> k.matmulHeadsKmPairs(out, in[0], pairsOfM70), out); // m
+      check().rejected("matmulHeadsKmPairs", k -> k.matmulHeadsKmPairs(out, in[0], in[1]), out); // w as it lies
+      check().rejected("matmulHeadsKmPairs", k -> k.matmulHeadsKmPairs(out, uniform(arena(), random, F32, 1, 2, 3, 8), pairs), out); // F32 x
+      check().rejected("matmulHeadsKmPairs", k -> k.matmulHeadsKmPairs(out, uniform(arena(), random, BF16, 1, 6, 8), pairs), out); // rank 2
+      check().rejected("matmulHeadsKmPairs", k -> k.matmulHeadsKmPairs(garbage(arena(), F32, 2, 2, 40), in[0], pairs)); // heads
     }
   }
 }

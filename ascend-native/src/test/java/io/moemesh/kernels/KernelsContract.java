@@ -123,6 +123,7 @@ abstract class KernelsContract {
   @Nested class MatmulInt8Grouped extends Fixture implements GroupedLinearContract.MatmulInt8Grouped {}
   @Nested class MatmulHeads extends Fixture implements GroupedLinearContract.MatmulHeads {}
   @Nested class MatmulHeadsKm extends Fixture implements GroupedLinearContract.MatmulHeadsKm {}
+  @Nested class MatmulHeadsKmPairs extends Fixture implements GroupedLinearContract.MatmulHeadsKmPairs {}
   @Nested class DequantizeFp8 extends Fixture implements LinearOpsContract.DequantizeFp8 {}
 
   @Nested class RmsNorm extends Fixture implements RowOpsContract.RmsNorm {}

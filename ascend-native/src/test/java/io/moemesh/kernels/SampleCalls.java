@@ -75,11 +75,16 @@ final class SampleCalls {
     Tensor rowOffsets = in.ofInts(new int[] {0, 1, 1, 3}, 4);
     Tensor headsOut = out.allocate(F32, 3, 2, 5);
     Tensor headsKmOut = out.allocate(F32, 3, 2, 5);
+    Tensor headsKmPairsOut = out.allocate(F32, 3, 2, 5);
+    Tensor headsKmPairs = in.allocate(BF16, HeadsKmPairs.shape(2, 4, 5));
+    HeadsKmPairs.fill(headsKmPairs, TestTensors.uniform(in, random, BF16, 1, 2, 4, 5));
 
     return List.of(
         new SampleCall("matmul", List.of(matmulOut), k -> k.matmul(matmulOut, x, w)),
         new SampleCall("matmulHeads", List.of(headsOut), k -> k.matmulHeads(headsOut, x.reshape(3, 2, 4), headsW)),
         new SampleCall("matmulHeadsKm", List.of(headsKmOut), k -> k.matmulHeadsKm(headsKmOut, x.reshape(3, 2, 4), headsWKm)),
+        new SampleCall("matmulHeadsKmPairs", List.of(headsKmPairsOut),
+            k -> k.matmulHeadsKmPairs(headsKmPairsOut, xBf16.reshape(3, 2, 4), headsKmPairs)),
         new SampleCall("quantizeRows", List.of(q8, scales), k -> k.quantizeRows(q8, scales, x)),
         new SampleCall("matmulInt8", List.of(int8Out), k -> k.matmulInt8(int8Out, xq, xScales, wq, wScales)),
         new SampleCall("matmulInt8Grouped", List.of(groupedOut), k -> k.matmulInt8Grouped(groupedOut, xq, xScales,

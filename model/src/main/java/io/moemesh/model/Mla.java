@@ -32,7 +32,7 @@ public final class Mla {
   private final Linear wkvA;  // (kvLoraRank + rope, dim)
   private final Tensor kvNorm; // (kvLoraRank) F32
   private final Linear wkvB;  // (heads * (nope + v), kvLoraRank)
-  private final Tensor wUk;   // (heads, nope, kvLoraRank): W_UK per head, for q absorption
+  private final Tensor wUk;   // (heads, nope, kvLoraRank): W_UK per head, for q absorption; or its HeadsKmPairs (rank 4)
   private final Tensor wUv;   // (heads, v, kvLoraRank): W_UV per head, for the output
   private final Linear wo;    // (dim, heads * v)
   private final DType queryDType; // of the absorbed attention's operands: BF16 in int8 precision, else F32
@@ -159,7 +159,9 @@ public final class Mla {
     }
     Tensor qLatent = scratch.empty(DType.F32, n, heads, rank);
     Tensor oLatent = scratch.empty(DType.F32, n, heads, rank);
-    k.matmulHeadsKm(qLatent, inQueryDType(k, qRows.cols(0, nope), scratch), wUk); // q_nope · W_UK, W_UK as it lies
+    Tensor qNope = inQueryDType(k, qRows.cols(0, nope), scratch);
+    if (wUk.rank() == 4) k.matmulHeadsKmPairs(qLatent, qNope, wUk); // q_nope · W_UK, from its pairs
+    else k.matmulHeadsKm(qLatent, qNope, wUk); // q_nope · W_UK, W_UK as it lies
     var kv = new PagedLatentKv(cache.pages(layerId), scratch.ofInts(table, n, maxPages), scratch.ofInts(lens, n));
     k.mlaDecode(oLatent, inQueryDType(k, qLatent, scratch), inQueryDType(k, qRows.cols(nope, qk), scratch), kv,
         c.softmaxScale());

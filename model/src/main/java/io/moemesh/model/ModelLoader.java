@@ -1,7 +1,10 @@
 package io.moemesh.model;
 
+import io.moemesh.kernels.DType;
 import io.moemesh.kernels.GateParams;
+import io.moemesh.kernels.HeadsKmPairs;
 import io.moemesh.kernels.Tensor;
+import io.moemesh.kernels.TensorArena;
 import io.moemesh.model.moe.ExpertSelection;
 import io.moemesh.model.moe.MoeLayer;
 import java.util.Map;
@@ -73,16 +76,25 @@ final class ModelLoader {
     Tensor kvNorm = w.f32(p + "kv_a_layernorm.weight", rank);
     Tensor kvB = w.matrix(p + "kv_b_proj.weight", heads * (nope + v), rank); // (heads * (nope + v), rank)
     Linear wkvB = precision == Precision.INT8 ? w.quantize(kvB) : Linear.of(kvB, precision); // naive form; absorbed below
-    // each head's rows of W_KV_B: its nope rows are W_UK (nope, rank), its v rows W_UV (v, rank), both as they lie
-    Tensor wUk = w.allocate(kvB.dtype(), heads, nope, rank);
-    Tensor wUv = w.allocate(kvB.dtype(), heads, v, rank);
-    for (int h = 0; h < heads; h++) {
-      int first = h * (nope + v);
-      wUk.rows(h, h + 1).reshape(nope, rank).copyFrom(kvB.rows(first, first + nope));
-      wUv.rows(h, h + 1).reshape(v, rank).copyFrom(kvB.rows(first + nope, first + nope + v));
+    // each head's rows of W_KV_B: its nope rows are W_UK (nope, rank), its v rows W_UV (v, rank), both as they lie;
+    // W_UK as its column pairs for a BF16 query (laid out once here, not on every call)
+    boolean pairUk = Mla.queryDType(precision) == DType.BF16 && kvB.dtype() == DType.BF16;
+    try (TensorArena temp = TensorArena.confined()) {
+      Tensor wUk = pairUk ? temp.allocate(kvB.dtype(), heads, nope, rank) : w.allocate(kvB.dtype(), heads, nope, rank);
+      Tensor wUv = w.allocate(kvB.dtype(), heads, v, rank);
+      for (int h = 0; h < heads; h++) {
+        int first = h * (nope + v);
+        wUk.rows(h, h + 1).reshape(nope, rank).copyFrom(kvB.rows(first, first + nope));
+        wUv.rows(h, h + 1).reshape(v, rank).copyFrom(kvB.rows(first + nope, first + nope + v));
+      }
+      if (pairUk) {
+        Tensor pairs = w.allocate(DType.BF16, HeadsKmPairs.shape(heads, nope, rank));
+        HeadsKmPairs.fill(pairs, wUk);
+        wUk = pairs;
+      }
+      Linear wo = w.linear(p + "o_proj", dim, heads * v, true);
+      return new Mla(c, cacheLayer, wq, wqA, qNorm, wqB, wkvA, kvNorm, wkvB, wUk, wUv, wo, Mla.queryDType(precision));
     }
-    Linear wo = w.linear(p + "o_proj", dim, heads * v, true);
-    return new Mla(c, cacheLayer, wq, wqA, qNorm, wqB, wkvA, kvNorm, wkvB, wUk, wUv, wo, Mla.queryDType(precision));
   }
 
   Tensor embedding(String name) {
