@@ -192,7 +192,7 @@ static void heads_km_range(void *raw, int64_t begin, int64_t end) {
   for (int64_t u = begin; u < end; u++) {
     int64_t h = u / j->blocks, o0 = u % j->blocks * 32, mo = j->m - o0 < 32 ? j->m - o0 : 32;
     float *out = j->out + h * j->ldo + o0;
-    const uint16_t *x = (const uint16_t *)j->x + h * j->ldx;
+    const uint16_t *x = j->x_bf16 ? (const uint16_t *)j->x + h * j->ldx : NULL; /* the BF16 units only */
     if (paired) {
       j->isa->heads_km_bf16_pairs(out, j->heads * j->ldo, x, j->heads * j->ldx, j->n, mo, j->k,
                                   (const uint32_t *)j->pairs + u * 32 * ((j->k + 1) / 2));
