@@ -1,5 +1,7 @@
 package io.moemesh.kernels;
 
+import java.util.Arrays;
+
 /**
  * Weights laid out (heads, k, m) — MLA's W_UK as it lies in W_KV_B — as the column pairs a BF16 dot-product
  * instruction takes (AVX512-BF16's VDPBF16PS multiplies two consecutive k's at once), made once at load for
@@ -46,9 +48,8 @@ public final class HeadsKmPairs {
   private static void requireShapes(Tensor pairs, Tensor w) {
     if (w.dtype() != DType.BF16 || w.rank() != 3 || !w.isContiguous())
       throw new IllegalArgumentException("w must be contiguous BF16 (heads, k, m), got " + w);
-    if (pairs.dtype() != DType.BF16 || !pairs.isContiguous()
-        || !java.util.Arrays.equals(pairs.shape(), shape(w.dim(0), w.dim(1), w.dim(2))))
-      throw new IllegalArgumentException("pairs of " + w + " must be contiguous BF16 " + java.util.Arrays.toString(shape(w.dim(0), w.dim(1), w.dim(2)))
-          + ", got " + pairs);
+    int[] expected = shape(w.dim(0), w.dim(1), w.dim(2));
+    if (pairs.dtype() != DType.BF16 || !pairs.isContiguous() || !Arrays.equals(pairs.shape(), expected))
+      throw new IllegalArgumentException("pairs of " + w + " must be contiguous BF16 " + Arrays.toString(expected) + ", got " + pairs);
   }
 }

@@ -6,6 +6,8 @@ import static io.moemesh.kernels.DType.F8_E4M3;
 import static io.moemesh.kernels.DType.I32;
 import static io.moemesh.kernels.DType.I8;
 
+import java.util.Arrays;
+
 /**
  * The shape, dtype and liveness rules of every op, written once: each public op checks its arguments and
  * then calls the implementation's {@code do*} method, which may assume them. Index-valued inputs (expert
@@ -44,8 +46,8 @@ public abstract class ValidatingKernels implements Kernels {
     if (out.rank() != 3 || x.rank() != 3) c.fail("out (n, heads, m) and x (n, heads, k) must have rank 3");
     if (x.dim(0) != out.dim(0) || x.dim(1) != out.dim(1)) c.fail("out and x disagree on n or heads");
     int[] pairs = HeadsKmPairs.shape(out.dim(1), x.dim(2), out.dim(2));
-    if (!java.util.Arrays.equals(wPairs.shape(), pairs) || !wPairs.isContiguous())
-      c.fail("wPairs must be the contiguous pairs " + java.util.Arrays.toString(pairs) + " of (heads, k, m) weights");
+    if (!Arrays.equals(wPairs.shape(), pairs) || !wPairs.isContiguous())
+      c.fail("wPairs must be the contiguous pairs " + Arrays.toString(pairs) + " of (heads, k, m) weights");
     doMatmulHeadsKmPairs(out, x, wPairs);
   }
 
