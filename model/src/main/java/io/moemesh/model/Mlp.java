@@ -12,17 +12,40 @@ import io.moemesh.kernels.TensorArena;
  * @param w1 (inter, dim)
  * @param w2 (dim, inter)
  * @param w3 (inter, dim)
+ * @param w13 (2·inter, dim): w1's rows then w3's, one matrix of which w1 and w3 are views, so gate and up run as one
+ *     call; null when they are apart (A8W8 only: there each output row's product is exact, so stacking changes no bit)
  */
-public record Mlp(Linear w1, Linear w2, Linear w3) {
+public record Mlp(Linear w1, Linear w2, Linear w3, Linear w13) {
+  public Mlp {
+    if (w13 != null && (w13.outFeatures() != 2 * w1.outFeatures() || !w13.isInt8()))
+      throw new IllegalArgumentException("w13 must stack two INT8 projections of " + w1.outFeatures() + " rows, got " + w13.weight());
+  }
+
+  public Mlp(Linear w1, Linear w2, Linear w3) {
+    this(w1, w2, w3, null);
+  }
 
   /** {@code out (n, dim) = mlp(x (n, dim))}. */
   public void apply(Kernels k, Tensor out, Tensor x, TensorArena scratch) {
     int n = Math.toIntExact(x.numRows()), inter = w1.outFeatures();
+    if (w13 != null) {
+      Tensor gateUp = scratch.empty(DType.F32, n, 2 * inter); // written whole by the projection
+      w13.apply(k, gateUp, x, scratch);
+      down(k, out, gateUp, inter, scratch);
+      return;
+    }
     Tensor gate = scratch.empty(DType.F32, n, inter); // both written whole by their projections
     Tensor up = scratch.empty(DType.F32, n, inter);
     w1.apply(k, gate, x, scratch);
     w3.apply(k, up, x, scratch);
     k.siluMul(gate, gate, up);
+    w2.apply(k, out, gate, scratch);
+  }
+
+  /** {@code out = w2(silu(gate) · up)} from w13's output {@code gateUp (n, 2·inter)}: gate then up in each row. */
+  public void down(Kernels k, Tensor out, Tensor gateUp, int inter, TensorArena scratch) {
+    Tensor gate = gateUp.cols(0, inter);
+    k.siluMul(gate, gate, gateUp.cols(inter, 2 * inter));
     w2.apply(k, out, gate, scratch);
   }
 

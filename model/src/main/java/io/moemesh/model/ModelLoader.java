@@ -55,8 +55,10 @@ final class ModelLoader {
   }
 
   private Mlp mlp(String prefix, int inter) {
-    return new Mlp(w.linear(prefix + "gate_proj", inter, c.hiddenSize(), true),
-        w.linear(prefix + "down_proj", c.hiddenSize(), inter, true),
+    Linear[] gateUp = w.quantizedPair(prefix + "gate_proj", prefix + "up_proj", inter, c.hiddenSize());
+    Linear down = w.linear(prefix + "down_proj", c.hiddenSize(), inter, true);
+    if (gateUp != null) return new Mlp(gateUp[1], down, gateUp[2], gateUp[0]);
+    return new Mlp(w.linear(prefix + "gate_proj", inter, c.hiddenSize(), true), down,
         w.linear(prefix + "up_proj", inter, c.hiddenSize(), true));
   }
 

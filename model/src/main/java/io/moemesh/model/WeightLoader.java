@@ -81,9 +81,33 @@ final class WeightLoader {
   Linear linear(String prefix, int out, int in, boolean quantizable) {
     String name = prefix + ".weight";
     if (!(quantizable && precision == Precision.INT8)) return Linear.of(matrix(name, out, in), precision);
-    TensorInfo info = info(name, out, in);
     Tensor q = arena.allocate(DType.I8, out, in);
     Tensor scales = arena.allocate(DType.F32, out);
+    quantizeInto(prefix, q, scales);
+    return new Linear(q, scales);
+  }
+
+  /**
+   * Two A8W8 projections of one input — an MLP's gate and up — stored as one {@code (2·out, in)} matrix, so both can
+   * run as one call (vLLM's {@code gate_up_proj}): {@code {the pair, the first, the second}}, the last two views of
+   * the pair's rows. Per-row scales and exact integer sums make the pair's product the two products, bit for bit.
+   * Null unless the precision quantizes.
+   */
+  Linear[] quantizedPair(String first, String second, int out, int in) {
+    if (precision != Precision.INT8) return null;
+    Tensor q = arena.allocate(DType.I8, 2 * out, in);
+    Tensor scales = arena.allocate(DType.F32, 2 * out);
+    quantizeInto(first, q.rows(0, out), scales.rows(0, out));
+    quantizeInto(second, q.rows(out, 2 * out), scales.rows(out, 2 * out));
+    return new Linear[] {new Linear(q, scales), new Linear(q.rows(0, out), scales.rows(0, out)),
+        new Linear(q.rows(out, 2 * out), scales.rows(out, 2 * out))};
+  }
+
+  /** Quantizes checkpoint matrix {@code prefix.weight} (the shape of q) into q and its per-row scales. */
+  private void quantizeInto(String prefix, Tensor q, Tensor scales) {
+    String name = prefix + ".weight";
+    int out = q.dim(0), in = q.dim(1);
+    TensorInfo info = info(name, out, in);
     try (TensorArena temp = TensorArena.confined()) { // cheap to close, unlike a shared arena
       Tensor source;
       if (info.dtype() == StDType.F8_E4M3) {
@@ -96,7 +120,6 @@ final class WeightLoader {
       kernels.quantizeRows(q, scales, source);
     }
     read(info);
-    return new Linear(q, scales);
   }
 
   /** An A8W8 projection from a float matrix already loaded (read once, used in two forms). */

@@ -77,17 +77,21 @@ public final class LocalExperts implements ExpertBackend {
       any = experts[e];
     }
     int inter = any.w1().outFeatures();
-    Tensor gate = scratch.empty(DType.F32, assignments, inter);
-    Tensor up = scratch.empty(DType.F32, assignments, inter);
     if (xScales != null) {
       Tensor offsets = scratch.ofInts(expertOffsets, numExperts + 1);
-      k.matmulInt8Grouped(gate, xRows, xScales, offsets, weights(experts, expertOffsets, Mlp::w1, true), weights(experts, expertOffsets, Mlp::w1, false));
-      k.matmulInt8Grouped(up, xRows, xScales, offsets, weights(experts, expertOffsets, Mlp::w3, true), weights(experts, expertOffsets, Mlp::w3, false));
-      k.siluMul(gate, gate, up);
+      Tensor gateUp = scratch.empty(DType.F32, assignments, 2 * inter), gate = gateUp.cols(0, inter);
+      if (any.w13() != null) grouped(k, gateUp, xRows, xScales, offsets, experts, expertOffsets, Mlp::w13); // one call
+      else {
+        grouped(k, gate, xRows, xScales, offsets, experts, expertOffsets, Mlp::w1);
+        grouped(k, gateUp.cols(inter, 2 * inter), xRows, xScales, offsets, experts, expertOffsets, Mlp::w3);
+      }
+      k.siluMul(gate, gate, gateUp.cols(inter, 2 * inter));
       Tensor hq = scratch.empty(DType.I8, assignments, inter), hs = scratch.empty(DType.F32, assignments);
       k.quantizeRows(hq, hs, gate);
-      k.matmulInt8Grouped(y, hq, hs, offsets, weights(experts, expertOffsets, Mlp::w2, true), weights(experts, expertOffsets, Mlp::w2, false));
+      grouped(k, y, hq, hs, offsets, experts, expertOffsets, Mlp::w2);
     } else {
+      Tensor gate = scratch.empty(DType.F32, assignments, inter);
+      Tensor up = scratch.empty(DType.F32, assignments, inter);
       forEachExpert(expertOffsets, (e, from, to) -> {
         experts[e].w1().apply(k, gate.rows(from, to), xRows.rows(from, to), scratch);
         experts[e].w3().apply(k, up.rows(from, to), xRows.rows(from, to), scratch);
@@ -139,6 +143,13 @@ public final class LocalExperts implements ExpertBackend {
     k.convert(y, rounded);
   }
 
+  /** {@code out} = one projection of every expert with rows, on its rows, as one grouped A8W8 call. */
+  private static void grouped(Kernels k, Tensor out, Tensor xq, Tensor xs, Tensor offsets, Mlp[] experts, int[] expertOffsets,
+      Function<Mlp, Linear> projection) {
+    k.matmulInt8Grouped(out, xq, xs, offsets, weights(experts, expertOffsets, projection, true),
+        weights(experts, expertOffsets, projection, false));
+  }
+
   /** One projection's INT8 weights (or scales) by expert, null for experts without rows (the grouped op skips them). */
   private static Tensor[] weights(Mlp[] experts, int[] expertOffsets, Function<Mlp, Linear> projection, boolean weight) {
     Tensor[] t = new Tensor[expertOffsets.length - 1];
@@ -173,11 +184,13 @@ public final class LocalExperts implements ExpertBackend {
     Mlp shared = sharedByLayer.get(layerId);
     if (shared == null) throw new IllegalStateException("layer " + layerId + " has no shared experts here");
     int n = Math.toIntExact(xq.numRows()), inter = shared.w1().outFeatures();
-    Tensor gate = scratch.empty(DType.F32, n, inter), up = scratch.empty(DType.F32, n, inter); // written whole
-    shared.w1().applyInt8(k, gate, xq, xs);
-    shared.w3().applyInt8(k, up, xq, xs);
-    k.siluMul(gate, gate, up);
-    shared.w2().apply(k, out, gate, scratch);
+    Tensor gateUp = scratch.empty(DType.F32, n, 2 * inter); // written whole
+    if (shared.w13() != null) shared.w13().applyInt8(k, gateUp, xq, xs);
+    else {
+      shared.w1().applyInt8(k, gateUp.cols(0, inter), xq, xs);
+      shared.w3().applyInt8(k, gateUp.cols(inter, 2 * inter), xq, xs);
+    }
+    shared.down(k, out, gateUp, inter, scratch);
     roundToOutput(k, out, scratch);
   }
 

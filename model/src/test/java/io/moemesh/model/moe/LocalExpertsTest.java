@@ -15,19 +15,22 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /** The A8W8 routed experts: one grouped call per projection gives the bits of the expert-by-expert path (outputs in BF16). */
 class LocalExpertsTest {
   private static final int EXPERTS = 16, DIM = 67, INTER = 45, TOKENS = 9, TOPK = 3;
 
-  @Test
-  void int8RoutedExpertsEqualTheExpertByExpertPathBitForBit() {
+  @ParameterizedTest(name = "gate and up stacked: {0}")
+  @ValueSource(booleans = {true, false})
+  void int8RoutedExpertsEqualTheExpertByExpertPathBitForBit(boolean stacked) {
     var random = new Random(3);
     try (var arena = TensorArena.open(); var scratch = TensorArena.open(); var two = NativeKernels.create(2)) {
       Mlp[] experts = new Mlp[EXPERTS];
       for (int e = 0; e < EXPERTS; e++)
         experts[e] = e % 5 == 4 ? null // never routed to, not held
-            : new Mlp(linear(arena, random, INTER, DIM), linear(arena, random, DIM, INTER), linear(arena, random, INTER, DIM));
+            : mlp(arena, random, stacked);
       Tensor ids = arena.allocate(DType.I32, TOKENS, TOPK), gateWeights = arena.allocate(DType.F32, TOKENS, TOPK);
       for (int t = 0; t < TOKENS; t++) {
         for (int j = 0; j < TOPK; j++) { // 3 distinct experts per token; 4, 9 and 14 (not held) and 15 (held) get none
@@ -76,6 +79,40 @@ class LocalExpertsTest {
     k.convert(yb, y);
     k.convert(y, yb);
     k.scatterAdd(out, y, rows, scratch.ofFloats(routing.weights(), n));
+  }
+
+  /** Gate and up apart, or stacked in one matrix (w13) of which they are views, as the loader makes them. */
+  private static Mlp mlp(TensorArena arena, Random random, boolean stacked) {
+    if (!stacked) return new Mlp(linear(arena, random, INTER, DIM), linear(arena, random, DIM, INTER), linear(arena, random, INTER, DIM));
+    Linear w13 = linear(arena, random, 2 * INTER, DIM), w2 = linear(arena, random, DIM, INTER);
+    return new Mlp(rows(w13, 0, INTER), w2, rows(w13, INTER, 2 * INTER), w13);
+  }
+
+  private static Linear rows(Linear l, int from, int to) {
+    return new Linear(l.weight().rows(from, to), l.scales().rows(from, to));
+  }
+
+  @Test
+  void aStackedSharedExpertGivesTheBitsOfItsProjectionsApart() {
+    var random = new Random(4);
+    try (var arena = TensorArena.open(); var scratch = TensorArena.open(); var two = NativeKernels.create(2)) {
+      Mlp stacked = mlp(arena, random, true), apart = new Mlp(stacked.w1(), stacked.w2(), stacked.w3());
+      Tensor x = arena.allocate(DType.F32, TOKENS, DIM);
+      for (long i = 0; i < x.numElements(); i++) x.setFloat(i, random.nextFloat() * 2 - 1);
+      Tensor xq = arena.allocate(DType.I8, TOKENS, DIM), xs = arena.allocate(DType.F32, TOKENS);
+      two.quantizeRows(xq, xs, x);
+      for (Kernels k : List.of(two, new ReferenceKernels())) {
+        Tensor[] outs = new Tensor[4];
+        for (int i = 0; i < 4; i++) outs[i] = arena.allocate(DType.F32, TOKENS, DIM);
+        stacked.apply(k, outs[0], x, scratch);
+        apart.apply(k, outs[1], x, scratch);
+        new LocalExperts(Map.of(), Map.of(0, stacked), Precision.INT8).sharedQuantized(k, 0, outs[2], xq, xs, scratch);
+        new LocalExperts(Map.of(), Map.of(0, apart), Precision.INT8).sharedQuantized(k, 0, outs[3], xq, xs, scratch);
+        assertThat(outs[0].toFloatArray()).as(k.name() + " apply").containsExactly(outs[1].toFloatArray());
+        assertThat(outs[2].toFloatArray()).as(k.name() + " sharedQuantized").containsExactly(outs[3].toFloatArray());
+        assertThat(outs[0].toFloatArray()).as("the expert computed something").isNotEqualTo(new float[TOKENS * DIM]);
+      }
+    }
   }
 
   private static Linear linear(TensorArena arena, Random random, int out, int in) {
