@@ -30,6 +30,7 @@ public final class Mla {
   private final Tensor qNorm; // (qLoraRank) F32
   private final Linear wqB;   // (heads * qkHeadDim, qLoraRank)
   private final Linear wkvA;  // (kvLoraRank + rope, dim)
+  private final Linear wqkvA; // (qLoraRank + kvLoraRank + rope, dim): wqA's rows then wkvA's, both views of it; or null
   private final Tensor kvNorm; // (kvLoraRank) F32
   private final Linear wkvB;  // (heads * (nope + v), kvLoraRank)
   private final Tensor wUk;   // (heads, nope, kvLoraRank): W_UK per head, for q absorption; or its HeadsKmPairs (rank 4)
@@ -37,8 +38,8 @@ public final class Mla {
   private final Linear wo;    // (dim, heads * v)
   private final DType queryDType; // of the absorbed attention's operands: BF16 in int8 precision, else F32
 
-  public Mla(ModelConfig c, int layerId, Linear wq, Linear wqA, Tensor qNorm, Linear wqB, Linear wkvA, Tensor kvNorm,
-      Linear wkvB, Tensor wUk, Tensor wUv, Linear wo, DType queryDType) {
+  public Mla(ModelConfig c, int layerId, Linear wq, Linear wqA, Tensor qNorm, Linear wqB, Linear wkvA, Linear wqkvA,
+      Tensor kvNorm, Linear wkvB, Tensor wUk, Tensor wUv, Linear wo, DType queryDType) {
     this.c = c;
     this.queryDType = queryDType;
     this.layerId = layerId;
@@ -47,6 +48,7 @@ public final class Mla {
     this.qNorm = qNorm;
     this.wqB = wqB;
     this.wkvA = wkvA;
+    this.wqkvA = wqkvA;
     this.kvNorm = kvNorm;
     this.wkvB = wkvB;
     this.wUk = wUk;
@@ -71,20 +73,31 @@ public final class Mla {
     int rank = c.kvLoraRank(), ropeDim = c.qkRopeHeadDim();
 
     Tensor q = scratch.empty(DType.F32, T, heads, qk);
-    Tensor q2 = q.reshape(T, heads * qk);
+    Tensor q2 = q.reshape(T, heads * qk), kv;
     if (wq != null) {
       wq.apply(k, q2, x, scratch);
+      kv = scratch.empty(DType.F32, T, rank + ropeDim);
+      wkvA.apply(k, kv, x, scratch);
     } else {
-      Tensor qa = scratch.empty(DType.F32, T, c.qLoraRank());
-      wqA.apply(k, qa, x, scratch);
+      int qLora = c.qLoraRank();
+      Tensor qa;
+      if (wqkvA != null) { // both down-projections in one call
+        Tensor qkvA = scratch.empty(DType.F32, T, qLora + rank + ropeDim);
+        wqkvA.apply(k, qkvA, x, scratch);
+        qa = qkvA.cols(0, qLora);
+        kv = qkvA.cols(qLora, qLora + rank + ropeDim);
+      } else {
+        qa = scratch.empty(DType.F32, T, qLora);
+        kv = scratch.empty(DType.F32, T, rank + ropeDim);
+        wqA.apply(k, qa, x, scratch);
+        wkvA.apply(k, kv, x, scratch);
+      }
       k.rmsNorm(qa, qa, qNorm, c.rmsNormEps());
       wqB.apply(k, q2, qa, scratch);
     }
     Tensor qPe = q.cols(nope, qk); // (T, heads, rope)
     k.rope(qPe, positions, rope);
 
-    Tensor kv = scratch.empty(DType.F32, T, rank + ropeDim);
-    wkvA.apply(k, kv, x, scratch);
     Tensor latent = scratch.empty(DType.F32, T, rank + ropeDim); // kv_norm(c_kv) ‖ rope(k_pe), both written below
     k.rmsNorm(latent.cols(0, rank), kv.cols(0, rank), kvNorm, c.rmsNormEps());
     latent.cols(rank, rank + ropeDim).copyFrom(kv.cols(rank, rank + ropeDim));

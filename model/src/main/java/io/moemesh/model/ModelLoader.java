@@ -55,7 +55,7 @@ final class ModelLoader {
   }
 
   private Mlp mlp(String prefix, int inter) {
-    Linear[] gateUp = w.quantizedPair(prefix + "gate_proj", prefix + "up_proj", inter, c.hiddenSize());
+    Linear[] gateUp = w.quantizedStack(new String[] {prefix + "gate_proj", prefix + "up_proj"}, new int[] {inter, inter}, c.hiddenSize());
     Linear down = w.linear(prefix + "down_proj", c.hiddenSize(), inter, true);
     if (gateUp != null) return new Mlp(gateUp[1], down, gateUp[2], gateUp[0]);
     return new Mlp(w.linear(prefix + "gate_proj", inter, c.hiddenSize(), true), down,
@@ -65,16 +65,21 @@ final class ModelLoader {
   private Mla attention(String p, int cacheLayer) {
     int heads = c.numAttentionHeads(), qk = c.qkHeadDim(), nope = c.qkNopeHeadDim(), v = c.vHeadDim();
     int rank = c.kvLoraRank(), dim = c.hiddenSize();
-    Linear wq = null, wqA = null, wqB = null;
+    Linear wq = null, wqA = null, wqB = null, wqkvA = null, wkvA;
     Tensor qNorm = null;
     if (c.qLoraRank() == 0) {
       wq = w.linear(p + "q_proj", heads * qk, dim, true);
+      wkvA = w.linear(p + "kv_a_proj_with_mqa", rank + c.qkRopeHeadDim(), dim, true);
     } else {
-      wqA = w.linear(p + "q_a_proj", c.qLoraRank(), dim, true);
+      // q's and kv's down-projections read the same x: stacked into one matrix when quantized
+      Linear[] stack = w.quantizedStack(new String[] {p + "q_a_proj", p + "kv_a_proj_with_mqa"},
+          new int[] {c.qLoraRank(), rank + c.qkRopeHeadDim()}, dim);
+      wqkvA = stack == null ? null : stack[0];
+      wqA = stack == null ? w.linear(p + "q_a_proj", c.qLoraRank(), dim, true) : stack[1];
+      wkvA = stack == null ? w.linear(p + "kv_a_proj_with_mqa", rank + c.qkRopeHeadDim(), dim, true) : stack[2];
       qNorm = w.f32(p + "q_a_layernorm.weight", c.qLoraRank());
       wqB = w.linear(p + "q_b_proj", heads * qk, c.qLoraRank(), true);
     }
-    Linear wkvA = w.linear(p + "kv_a_proj_with_mqa", rank + c.qkRopeHeadDim(), dim, true);
     Tensor kvNorm = w.f32(p + "kv_a_layernorm.weight", rank);
     Tensor kvB = w.matrix(p + "kv_b_proj.weight", heads * (nope + v), rank); // (heads * (nope + v), rank)
     Linear wkvB = precision == Precision.INT8 ? w.quantize(kvB) : Linear.of(kvB, precision); // naive form; absorbed below
@@ -95,7 +100,7 @@ final class ModelLoader {
         wUk = pairs;
       }
       Linear wo = w.linear(p + "o_proj", dim, heads * v, true);
-      return new Mla(c, cacheLayer, wq, wqA, qNorm, wqB, wkvA, kvNorm, wkvB, wUk, wUv, wo, Mla.queryDType(precision));
+      return new Mla(c, cacheLayer, wq, wqA, qNorm, wqB, wkvA, wqkvA, kvNorm, wkvB, wUk, wUv, wo, Mla.queryDType(precision));
     }
   }
 

@@ -88,19 +88,25 @@ final class WeightLoader {
   }
 
   /**
-   * Two A8W8 projections of one input — an MLP's gate and up — stored as one {@code (2·out, in)} matrix, so both can
-   * run as one call (vLLM's {@code gate_up_proj}): {@code {the pair, the first, the second}}, the last two views of
-   * the pair's rows. Per-row scales and exact integer sums make the pair's product the two products, bit for bit.
-   * Null unless the precision quantizes.
+   * A8W8 projections of one input — an MLP's gate and up, MLA's q and kv down-projections — stored as one matrix of
+   * their rows stacked, so all run as one call (vLLM's {@code gate_up_proj}, {@code fused_qkv_a_proj_with_mqa}):
+   * {@code {the stack, then each projection}}, each a view of its rows. Per-row scales and exact integer sums make the
+   * stack's product the projections' products, bit for bit. Null unless the precision quantizes.
    */
-  Linear[] quantizedPair(String first, String second, int out, int in) {
+  Linear[] quantizedStack(String[] prefixes, int[] outs, int in) {
     if (precision != Precision.INT8) return null;
-    Tensor q = arena.allocate(DType.I8, 2 * out, in);
-    Tensor scales = arena.allocate(DType.F32, 2 * out);
-    quantizeInto(first, q.rows(0, out), scales.rows(0, out));
-    quantizeInto(second, q.rows(out, 2 * out), scales.rows(out, 2 * out));
-    return new Linear[] {new Linear(q, scales), new Linear(q.rows(0, out), scales.rows(0, out)),
-        new Linear(q.rows(out, 2 * out), scales.rows(out, 2 * out))};
+    int rows = 0;
+    for (int out : outs) rows += out;
+    Tensor q = arena.allocate(DType.I8, rows, in);
+    Tensor scales = arena.allocate(DType.F32, rows);
+    Linear[] linears = new Linear[prefixes.length + 1];
+    linears[0] = new Linear(q, scales);
+    for (int i = 0, from = 0; i < prefixes.length; from += outs[i], i++) {
+      Linear part = new Linear(q.rows(from, from + outs[i]), scales.rows(from, from + outs[i]));
+      quantizeInto(prefixes[i], part.weight(), part.scales());
+      linears[i + 1] = part;
+    }
+    return linears;
   }
 
   /** Quantizes checkpoint matrix {@code prefix.weight} (the shape of q) into q and its per-row scales. */
