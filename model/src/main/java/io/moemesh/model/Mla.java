@@ -73,11 +73,9 @@ public final class Mla {
     int rank = c.kvLoraRank(), ropeDim = c.qkRopeHeadDim();
 
     Tensor q = scratch.empty(DType.F32, T, heads, qk);
-    Tensor q2 = q.reshape(T, heads * qk), kv;
+    Tensor q2 = q.reshape(T, heads * qk), kv = null;
     if (wq != null) {
       wq.apply(k, q2, x, scratch);
-      kv = scratch.empty(DType.F32, T, rank + ropeDim);
-      wkvA.apply(k, kv, x, scratch);
     } else {
       int qLora = c.qLoraRank();
       Tensor qa;
@@ -88,15 +86,18 @@ public final class Mla {
         kv = qkvA.cols(qLora, qLora + rank + ropeDim);
       } else {
         qa = scratch.empty(DType.F32, T, qLora);
-        kv = scratch.empty(DType.F32, T, rank + ropeDim);
         wqA.apply(k, qa, x, scratch);
-        wkvA.apply(k, kv, x, scratch);
       }
       k.rmsNorm(qa, qa, qNorm, c.rmsNormEps());
       wqB.apply(k, q2, qa, scratch);
     }
     Tensor qPe = q.cols(nope, qk); // (T, heads, rope)
     k.rope(qPe, positions, rope);
+
+    if (kv == null) {
+      kv = scratch.empty(DType.F32, T, rank + ropeDim);
+      wkvA.apply(k, kv, x, scratch);
+    }
 
     Tensor latent = scratch.empty(DType.F32, T, rank + ropeDim); // kv_norm(c_kv) ‖ rope(k_pe), both written below
     k.rmsNorm(latent.cols(0, rank), kv.cols(0, rank), kvNorm, c.rmsNormEps());

@@ -28,18 +28,13 @@ public record Mlp(Linear w1, Linear w2, Linear w3, Linear w13) {
   /** {@code out (n, dim) = mlp(x (n, dim))}. */
   public void apply(Kernels k, Tensor out, Tensor x, TensorArena scratch) {
     int n = Math.toIntExact(x.numRows()), inter = w1.outFeatures();
-    if (w13 != null) {
-      Tensor gateUp = scratch.empty(DType.F32, n, 2 * inter); // written whole by the projection
-      w13.apply(k, gateUp, x, scratch);
-      down(k, out, gateUp, inter, scratch);
-      return;
+    Tensor gateUp = scratch.empty(DType.F32, n, 2 * inter); // written whole by the projections
+    if (w13 != null) w13.apply(k, gateUp, x, scratch);
+    else {
+      w1.apply(k, gateUp.cols(0, inter), x, scratch);
+      w3.apply(k, gateUp.cols(inter, 2 * inter), x, scratch);
     }
-    Tensor gate = scratch.empty(DType.F32, n, inter); // both written whole by their projections
-    Tensor up = scratch.empty(DType.F32, n, inter);
-    w1.apply(k, gate, x, scratch);
-    w3.apply(k, up, x, scratch);
-    k.siluMul(gate, gate, up);
-    w2.apply(k, out, gate, scratch);
+    down(k, out, gateUp, inter, scratch);
   }
 
   /** {@code out = w2(silu(gate) · up)} from w13's output {@code gateUp (n, 2·inter)}: gate then up in each row. */

@@ -74,9 +74,14 @@ final class ModelLoader {
       // q's and kv's down-projections read the same x: stacked into one matrix when quantized
       Linear[] stack = w.quantizedStack(new String[] {p + "q_a_proj", p + "kv_a_proj_with_mqa"},
           new int[] {c.qLoraRank(), rank + c.qkRopeHeadDim()}, dim);
-      wqkvA = stack == null ? null : stack[0];
-      wqA = stack == null ? w.linear(p + "q_a_proj", c.qLoraRank(), dim, true) : stack[1];
-      wkvA = stack == null ? w.linear(p + "kv_a_proj_with_mqa", rank + c.qkRopeHeadDim(), dim, true) : stack[2];
+      if (stack != null) {
+        wqkvA = stack[0];
+        wqA = stack[1];
+        wkvA = stack[2];
+      } else {
+        wqA = w.linear(p + "q_a_proj", c.qLoraRank(), dim, true);
+        wkvA = w.linear(p + "kv_a_proj_with_mqa", rank + c.qkRopeHeadDim(), dim, true);
+      }
       qNorm = w.f32(p + "q_a_layernorm.weight", c.qLoraRank());
       wqB = w.linear(p + "q_b_proj", heads * qk, c.qLoraRank(), true);
     }
@@ -86,22 +91,22 @@ final class ModelLoader {
     // each head's rows of W_KV_B: its nope rows are W_UK (nope, rank), its v rows W_UV (v, rank), both as they lie;
     // W_UK as its column pairs for a BF16 query (laid out once here, not on every call)
     boolean pairUk = Mla.queryDType(precision) == DType.BF16 && kvB.dtype() == DType.BF16;
+    Tensor wUk, wUv = w.allocate(kvB.dtype(), heads, v, rank);
     try (TensorArena temp = TensorArena.confined()) {
-      Tensor wUk = pairUk ? temp.allocate(kvB.dtype(), heads, nope, rank) : w.allocate(kvB.dtype(), heads, nope, rank);
-      Tensor wUv = w.allocate(kvB.dtype(), heads, v, rank);
+      Tensor asItLies = pairUk ? temp.allocate(kvB.dtype(), heads, nope, rank) : w.allocate(kvB.dtype(), heads, nope, rank);
       for (int h = 0; h < heads; h++) {
         int first = h * (nope + v);
-        wUk.rows(h, h + 1).reshape(nope, rank).copyFrom(kvB.rows(first, first + nope));
+        asItLies.rows(h, h + 1).reshape(nope, rank).copyFrom(kvB.rows(first, first + nope));
         wUv.rows(h, h + 1).reshape(v, rank).copyFrom(kvB.rows(first + nope, first + nope + v));
       }
+      wUk = asItLies;
       if (pairUk) {
-        Tensor pairs = w.allocate(DType.BF16, HeadsKmPairs.shape(heads, nope, rank));
-        HeadsKmPairs.fill(pairs, wUk);
-        wUk = pairs;
+        wUk = w.allocate(DType.BF16, HeadsKmPairs.shape(heads, nope, rank));
+        HeadsKmPairs.fill(wUk, asItLies);
       }
-      Linear wo = w.linear(p + "o_proj", dim, heads * v, true);
-      return new Mla(c, cacheLayer, wq, wqA, qNorm, wqB, wkvA, wqkvA, kvNorm, wkvB, wUk, wUv, wo, Mla.queryDType(precision));
     }
+    Linear wo = w.linear(p + "o_proj", dim, heads * v, true);
+    return new Mla(c, cacheLayer, wq, wqA, qNorm, wqB, wkvA, wqkvA, kvNorm, wkvB, wUk, wUv, wo, Mla.queryDType(precision));
   }
 
   Tensor embedding(String name) {
