@@ -73,6 +73,58 @@ INLINE void tile_f32(float *out, int64_t ldo, const float *x, int64_t ldx, const
     for (int o = 0; o < NR; o++) out[t * ldo + o] = hsum16(acc[t][o]);
 }
 
+/* tile_f32(4, 4) in named accumulators, the same chains and tree: with the array, GCC stored all 16 accumulators
+ * to the stack every step (half the time of an F32 GEMM, and of the prompt attention's scores). */
+#define F32_ZERO(t) __m512 a##t##0 = _mm512_setzero_ps(), a##t##1 = a##t##0, a##t##2 = a##t##0, a##t##3 = a##t##0;
+#define F32_FMA(t, o, X, W) a##t##o = _mm512_fmadd_ps(X, W, a##t##o)
+INLINE void tile_f32_4x4(float *out, int64_t ldo, const float *x, int64_t ldx, const void *w, const int w_bf16,
+                         int64_t ldw, int64_t k) {
+  F32_ZERO(0) F32_ZERO(1) F32_ZERO(2) F32_ZERO(3)
+  int64_t j = 0;
+  if (w_bf16) { /* as tile_f32: 32 weights a load, even elements by a shift, odd ones by a mask */
+    const __m512i high = _mm512_set1_epi32((int)0xFFFF0000u);
+    for (; j + 32 <= k; j += 32) {
+      const uint16_t *wj = (const uint16_t *)w + j;
+#define WIDEN(o)                                                                 \
+  __m512i raw##o = _mm512_loadu_si512(wj + o * ldw);                             \
+  __m512 we##o = _mm512_castsi512_ps(_mm512_slli_epi32(raw##o, 16)),             \
+         wo##o = _mm512_castsi512_ps(_mm512_and_si512(raw##o, high));
+      WIDEN(0) WIDEN(1) WIDEN(2) WIDEN(3)
+#undef WIDEN
+#define PAIR(t, o) a##t##o = _mm512_fmadd_ps(xo, wo##o, _mm512_fmadd_ps(xe, we##o, a##t##o))
+#define ROW(t)                                                                                       \
+  {                                                                                                  \
+    __m512 xe = _mm512_loadu_ps(x + t * ldx + j), xo = _mm512_loadu_ps(x + t * ldx + j + 16);        \
+    PAIR(t, 0), PAIR(t, 1), PAIR(t, 2), PAIR(t, 3);                                                  \
+  }
+      ROW(0) ROW(1) ROW(2) ROW(3)
+#undef ROW
+#undef PAIR
+    }
+  }
+#define LOADW(o, M) \
+  w_bf16 ? load_bf16(M, (const uint16_t *)w + o * ldw + j) : _mm512_maskz_loadu_ps(M, (const float *)w + o * ldw + j)
+#define ROW(t, M)                                                                                    \
+  {                                                                                                  \
+    __m512 xv = _mm512_maskz_loadu_ps(M, x + t * ldx + j);                                           \
+    F32_FMA(t, 0, xv, w0), F32_FMA(t, 1, xv, w1), F32_FMA(t, 2, xv, w2), F32_FMA(t, 3, xv, w3);      \
+  }
+#define STEP(M)                                                                                      \
+  {                                                                                                  \
+    __m512 w0 = LOADW(0, M), w1 = LOADW(1, M), w2 = LOADW(2, M), w3 = LOADW(3, M);                   \
+    ROW(0, M) ROW(1, M) ROW(2, M) ROW(3, M)                                                          \
+  }
+  for (; j + 16 <= k; j += 16) STEP((__mmask16)0xFFFF)
+  if (j < k) STEP(mask16(k - j))
+#undef STEP
+#undef ROW
+#undef LOADW
+  __m512 sums = hsum16x16(a00, a01, a02, a03, a10, a11, a12, a13, a20, a21, a22, a23, a30, a31, a32, a33);
+  for (int t = 0; t < 4; t++) _mm_storeu_ps(out + t * ldo, _mm512_extractf32x4_ps(sums, t));
+}
+#undef F32_FMA
+#undef F32_ZERO
+
 /* x for BF16 weights: each full 32-element chunk as its 16 even then its 16 odd elements; the tail as is. */
 static void prepare_x_bf16(float *xp, const float *x, int64_t k) {
   int64_t j = 0;
@@ -86,7 +138,8 @@ static void prepare_x_bf16(float *xp, const float *x, int64_t k) {
 
 static void matmul_tile(float *out, int64_t ldo, const float *x, int64_t ldx, const void *w, int32_t w_bf16,
                         int64_t ldw, int64_t mr, int64_t nr, int64_t k) {
-  if (mr == 4 && nr == 4) tile_f32(out, ldo, x, ldx, w, w_bf16, ldw, 4, 4, k);
+  if (mr == 4 && nr == 4 && w_bf16) tile_f32_4x4(out, ldo, x, ldx, w, 1, ldw, k);
+  else if (mr == 4 && nr == 4) tile_f32_4x4(out, ldo, x, ldx, w, 0, ldw, k);
   else if (mr == 1 && nr == 4) tile_f32(out, ldo, x, ldx, w, w_bf16, ldw, 1, 4, k);
   else {
     size_t wsize = w_bf16 ? 2 : 4;
@@ -166,24 +219,6 @@ static void scale_mul(float *out, const float *x, float r, const float *weight, 
     __m512 v = _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + j), rv), _mm512_maskz_loadu_ps(m, weight + j));
     _mm512_mask_storeu_ps(out + j, m, v);
   }
-}
-
-/* e^x for the SiLU: x·log2(e) = n + f with f in [-1/2, 1/2], 2^f by its degree-7 Taylor polynomial
- * (relative error < 2e-7), then scaled by 2^n (scalef saturates to 0 or infinity as it should). */
-INLINE __m512 exp_ps(__m512 x) {
-  __m512 t = _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f));
-  t = _mm512_max_ps(_mm512_min_ps(t, _mm512_set1_ps(200.0f)), _mm512_set1_ps(-200.0f));
-  __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 f = _mm512_sub_ps(t, n);
-  __m512 p = _mm512_set1_ps(1.5252733804059841e-05f);
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.5403530393381610e-04f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3333558146428443e-03f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.6181291076284772e-03f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5504108664821580e-02f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022650695910071e-01f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9314718055994531e-01f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(p, n);
 }
 
 static void silu_mul(float *out, const float *gate, const float *up, int64_t d) {
@@ -292,6 +327,8 @@ const mk_isa mk_isa_avx512 = {
     .gemv_bf16_rows = mk_avx512_gemv_bf16_rows,
     .heads_km_bf16_unit = mk_avx512_heads_km_bf16_unit,
     .heads_km_bf16_pairs = mk_avx512_heads_km_bf16_pairs,
+    .softmax = mk_avx512_softmax,
+    .weighted_rows = mk_avx512_weighted_rows,
     .argmax = argmax,
     .int8_peak_loop = mk_avx512_int8_peak_loop,
     .bf16_peak_loop = mk_avx512_bf16_peak_loop,

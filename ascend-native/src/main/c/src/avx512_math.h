@@ -1,4 +1,4 @@
-/* What several AVX-512 sources compute the same way (included by those only): the softmaxes' exp2, and
+/* What several AVX-512 sources compute the same way (included by those only): the softmaxes' exp2 and e^x, and
  * horizontal sums of F32 accumulators with one fixed tree (that of GCC's _mm512_reduce_add_ps): 256-bit
  * halves, 128-bit quarters, elements 2 apart, then 1 apart. Every kernel that sums a dot product's 16 lanes goes
  * through this tree, one accumulator at a time (hsum16) or a 4 x 4 tile at once (hsum16x16), so a result's bits
@@ -61,6 +61,24 @@ MK_MATH_INLINE __m512 exp2_ps(__m512 x) {
   p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
   __mmask16 tiny = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-126.0f), _CMP_LT_OQ); /* also -inf, whose f is NaN */
   return _mm512_mask_mov_ps(_mm512_scalef_ps(p, n), tiny, _mm512_setzero_ps());
+}
+
+/* e^x for the SiLU and the prompt attention's softmax: x·log2(e) = n + f with f in [-1/2, 1/2], 2^f by its degree-7 Taylor polynomial
+ * (relative error < 2e-7), then scaled by 2^n (scalef saturates to 0 or infinity as it should). */
+MK_MATH_INLINE __m512 exp_ps(__m512 x) {
+  __m512 t = _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f));
+  t = _mm512_max_ps(_mm512_min_ps(t, _mm512_set1_ps(200.0f)), _mm512_set1_ps(-200.0f));
+  __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 f = _mm512_sub_ps(t, n);
+  __m512 p = _mm512_set1_ps(1.5252733804059841e-05f);
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.5403530393381610e-04f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3333558146428443e-03f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.6181291076284772e-03f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5504108664821580e-02f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022650695910071e-01f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9314718055994531e-01f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, n);
 }
 
 #endif

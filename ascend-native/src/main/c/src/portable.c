@@ -118,6 +118,29 @@ static float exp2_sum(float *s, int64_t count, float m) {
   return sum;
 }
 
+static void softmax(float *s, int64_t n, float scale) {
+  float max = -INFINITY;
+  for (int64_t p = 0; p < n; p++) {
+    s[p] *= scale;
+    if (s[p] > max) max = s[p];
+  }
+  float sum = 0;
+  for (int64_t p = 0; p < n; p++) {
+    s[p] = expf(s[p] - max);
+    sum += s[p];
+  }
+  for (int64_t p = 0; p < n; p++) s[p] /= sum;
+}
+
+static void weighted_rows(float *o, int64_t ldo, const float *w, int64_t ldw, const float *v, int64_t ldv, int64_t mr,
+                          const int64_t *counts, int64_t d) {
+  for (int64_t r = 0; r < mr; r++) {
+    float *out = o + r * ldo;
+    for (int64_t c = 0; c < d; c++) out[c] = 0;
+    for (int64_t p = 0; p < counts[r]; p++) axpy(out, w[r * ldw + p], v + p * ldv, d);
+  }
+}
+
 static int32_t argmax(const float *x, int64_t d) {
   int64_t best = 0;
   float max = -INFINITY;
@@ -179,6 +202,8 @@ const mk_isa mk_isa_portable = {
     .mla_scores = mla_scores,
     .mla_accumulate = mla_accumulate,
     .exp2_sum = exp2_sum,
+    .softmax = softmax,
+    .weighted_rows = weighted_rows,
     .argmax = argmax,
     .int8_peak_loop = int8_peak_loop,
     .bf16_peak_loop = bf16_peak_loop,

@@ -214,13 +214,17 @@ final class AttentionContract {
   }
 
   interface CausalAttention extends ContractBase {
-    /** (nq, nk, heads, dqk, dv): one token, a short prompt, DeepSeek's head dims, a chunk after a prefix. */
+    /**
+     * (nq, nk, heads, dqk, dv): one token, a short prompt, DeepSeek's head dims, a chunk after a prefix, the bench
+     * model's head dims over many tiles of 4 rows and a partial one.
+     */
     static Stream<Arguments> shapes() {
       return Stream.of(
           Arguments.of(1, 1, 1, 7, 5),
           Arguments.of(3, 3, 2, 64, 64),
           Arguments.of(17, 17, 3, 192, 128),
-          Arguments.of(5, 12, 2, 131, 7));
+          Arguments.of(5, 12, 2, 131, 7),
+          Arguments.of(70, 130, 4, 96, 64));
     }
 
     static Call call(float softmaxScale) {
@@ -275,12 +279,16 @@ final class AttentionContract {
       }
     }
 
+    /** A prompt, and a chunk after a prefix in the bench model's head dims: rows in tiles of 4, alone or beside others. */
     @Test
     default void rowsAreIndependentOfTheBatch() {
-      Tensor[] in = inputs(new Random(47), 9, 9, 2, 64, 32);
-      check().rowsIndependent("attention",
-          (k, out, from, to) -> k.attention(out[0], in[0].rows(from, to), in[1], in[2], in[3].rows(from, to), 0.125f), 9,
-          garbage(arena(), F32, 9, 2, 32));
+      for (int[] shape : new int[][] {{9, 9, 2, 64, 32}, {11, 40, 3, 96, 64}}) {
+        int nq = shape[0], heads = shape[2], dv = shape[4];
+        Tensor[] in = inputs(new Random(47), nq, shape[1], heads, shape[3], dv);
+        check().rowsIndependent("attention",
+            (k, out, from, to) -> k.attention(out[0], in[0].rows(from, to), in[1], in[2], in[3].rows(from, to), 0.125f), nq,
+            garbage(arena(), F32, nq, heads, dv));
+      }
     }
 
     @Test
