@@ -19,7 +19,6 @@ import java.util.function.Supplier;
 public final class ProfilingKernels implements Kernels {
   private final Kernels inner;
   private final Map<Key, Totals> totals = new ConcurrentHashMap<>();
-  private volatile boolean recording = true;
 
   /** An op and what it reads (null when the op is keyed by name alone): no string is built per call. */
   private record Key(String op, Tensor weight, DType x) {
@@ -95,24 +94,17 @@ public final class ProfilingKernels implements Kernels {
     totals.clear();
   }
 
-  /** Whether calls are recorded from now on (they are from the start): a benchmark times only the steps it measures. */
-  public void recording(boolean on) {
-    recording = on;
-  }
-
   private void time(String op, Supplier<Work> work, Runnable call) {
     time(() -> new Key(op, null, null), work, call);
   }
 
   /**
-   * Runs {@code call} and, while recording, adds its wall time and work to the key's (both made after: bad input
-   * throws first).
+   * Runs {@code call} and adds its wall time and work to the key's (both made after: bad input throws first).
    */
   private void time(Supplier<Key> key, Supplier<Work> work, Runnable call) {
     long startNanos = System.nanoTime();
     call.run();
     long elapsed = System.nanoTime() - startNanos;
-    if (!recording) return;
     Totals t = totals.computeIfAbsent(key.get(), k -> new Totals());
     Work w = work.get();
     t.calls.increment();

@@ -53,8 +53,8 @@ public final class ThroughputBench {
                                           [--profile] [--json FILE]
         B requests of I prompt tokens and O output tokens through the engine at once, for each batch size B:
         prefill and decode tokens/s, time per output token, and decode against the memory roofline of its steps
-        (triad bandwidth measured right before and after). --profile: where a full-batch decode step's time goes, per
-        kernel op, each against its speed of light (its bytes at triad bandwidth or its multiply-adds at the
+        (triad bandwidth measured right before and after). --profile: where a full-batch decode step's time goes, and a
+        step computing prompt tokens, per kernel op, each against its speed of light (its bytes at triad bandwidth or its multiply-adds at the
         measured INT8 and BF16 peaks, whichever is longer). Defaults: the bench demo model, int8, B = 1,8,32,64, I = 512, O = 128, T = every core, M = the
         engine's (never split).""";
 
@@ -101,7 +101,8 @@ public final class ThroughputBench {
       String shape = dir.getFileName() + " " + precision.name().toLowerCase() + ", in " + inputLen + ", out " + outputLen
           + ", micro-batches from " + (microBatchThreshold == 0 ? "never" : microBatchThreshold + " tokens");
       for (int b : batches) {
-        Result r = measure(measured, b, inputLen, outputLen, microBatchThreshold, profiler, progress, WARM_UP, () -> triadGbps(triad, threads));
+        StepProfiles profiles = profiler != null ? new StepProfiles(profiler) : null;
+        Result r = measure(measured, b, inputLen, outputLen, microBatchThreshold, profiles, progress, WARM_UP, () -> triadGbps(triad, threads));
         double bandwidth = Math.max(r.triadBefore(), r.triadAfter()), roofline = b * bandwidth * 1e9 / r.bytesPerDecodeStep();
         results.add(new Measurement("triad", StreamTriad.shape(), threads, bandwidth, "GB/s", null, null,
             String.format("best of 8 just before and 8 just after the run (%.1f and %.1f)", r.triadBefore(), r.triadAfter())));
@@ -115,10 +116,14 @@ public final class ThroughputBench {
             + "the triad's best of %.0f before and %.0f after), TPOT %.1f ms", b, r.prefillTokensPerSecond(), r.decodeTokensPerSecond(),
             r.decodeTokensPerSecond() / roofline, roofline, r.bytesPerDecodeStep() >> 20, bandwidth, r.triadBefore(), r.triadAfter(),
             r.secondsPerDecodeStep() * 1e3);
-        if (profiler != null) {
-          System.out.println("full-batch decode step profile, batch " + b + ", " + threads + " thread(s) (mean of " + r.decodeSteps() + " steps):");
+        if (profiles != null) {
           var light = new SpeedOfLight(bandwidth, int8Peak, bf16Peak);
-          System.out.println(Report.profile(profiler.snapshot(), r.decodeSteps(), r.decodeSecondsTotal(), light));
+          System.out.println("full-batch decode step profile, batch " + b + ", " + threads + " thread(s) (mean of " + r.decodeSteps() + " steps):");
+          System.out.println(Report.profile(profiles.decode.ops(), r.decodeSteps(), r.decodeSecondsTotal(), light));
+          var p = profiles.prompt;
+          System.out.printf(java.util.Locale.ROOT, "prompt step profile, batch %d, %d thread(s) (mean of %d steps with prompt tokens, %.0f tokens a step):%n",
+              b, threads, p.steps(), p.tokensPerStep());
+          System.out.println(Report.profile(p.ops(), p.steps(), p.seconds(), light));
         }
       }
     }
@@ -148,10 +153,10 @@ public final class ThroughputBench {
   /**
    * Warm-up runs (JIT, workspace) for at least {@code warmUp}, then a measured run of {@code batch} requests, on one
    * runner, with the triad taken right before and right after the measured run: this machine's bandwidth moves by a third within minutes, so the
-   * roofline is measured next to the steps it judges. {@code profiler} (null: none) records the measured run's
-   * full-batch decode steps only.
+   * roofline is measured next to the steps it judges. {@code profiles} (null: none) takes the measured run's
+   * full-batch decode steps and its steps with prompt tokens apart.
    */
-  static Result measure(DeepseekModel model, int batch, int inputLen, int outputLen, int microBatchThreshold, ProfilingKernels profiler,
+  static Result measure(DeepseekModel model, int batch, int inputLen, int outputLen, int microBatchThreshold, StepProfiles profiles,
       Progress progress, java.time.Duration warmUp, Bandwidth triad) throws InterruptedException {
     int pageSize = 16, pagesPerRequest = (inputLen + outputLen + pageSize - 1) / pageSize;
     var kvConfig = new KvCacheConfig(batch * pagesPerRequest + 1, pageSize, false);
@@ -165,8 +170,8 @@ public final class ThroughputBench {
         run(model, new TimedRunner(runner, experts, batch, kvBytesPerToken, null), kvConfig, batch, Math.min(inputLen, 128), Math.min(outputLen, 64), null);
       } while (System.nanoTime() < warmUpEnd);
       double before = triad.gbps();
-      if (profiler != null) profiler.reset();
-      Result r = run(model, new TimedRunner(runner, experts, batch, kvBytesPerToken, profiler), kvConfig, batch, inputLen, outputLen, progress);
+      if (profiles != null) profiles.profiler.reset();
+      Result r = run(model, new TimedRunner(runner, experts, batch, kvBytesPerToken, profiles), kvConfig, batch, inputLen, outputLen, progress);
       return r.withTriad(before, triad.gbps());
     }
   }
@@ -208,13 +213,13 @@ public final class ThroughputBench {
     final CountingExperts experts;
     final int batch;
     final long kvBytesPerToken;
-    final ProfilingKernels profiler; // null: none
+    final StepProfiles profiles; // null: none
     final List<Double> stepSeconds = new ArrayList<>();
     long bytes; // routed experts + KV, summed over timed steps
 
-    TimedRunner(ModelRunner runner, CountingExperts experts, int batch, long kvBytesPerToken, ProfilingKernels profiler) {
+    TimedRunner(ModelRunner runner, CountingExperts experts, int batch, long kvBytesPerToken, StepProfiles profiles) {
       this.runner = runner;
-      this.profiler = profiler;
+      this.profiles = profiles;
       this.experts = experts;
       this.batch = batch;
       this.kvBytesPerToken = kvBytesPerToken;
@@ -224,12 +229,16 @@ public final class ThroughputBench {
     public RunnerOutput execute(SchedulerOutput plan) {
       boolean fullDecode = plan.chunks().size() == batch
           && plan.chunks().stream().allMatch(c -> c.numTokens() == 1 && c.startPosition() >= c.numPromptTokens());
-      if (profiler != null) profiler.recording(fullDecode);
       experts.takeRoutedBytes();
       long t0 = System.nanoTime();
       RunnerOutput out = runner.execute(plan);
       long t1 = System.nanoTime();
       long routed = experts.takeRoutedBytes();
+      if (profiles != null) {
+        boolean prompt = plan.chunks().stream().anyMatch(c -> c.startPosition() < c.numPromptTokens());
+        profiles.stepDone(fullDecode ? profiles.decode : prompt ? profiles.prompt : null, (t1 - t0) / 1e9,
+            plan.chunks().stream().mapToLong(ScheduledChunk::numTokens).sum());
+      }
       if (fullDecode) {
         stepSeconds.add((t1 - t0) / 1e9);
         bytes += routed;

@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.within;
 
 import io.moemesh.kernels.KernelBackend;
 import io.moemesh.kernels.Kernels;
+import io.moemesh.kernels.ProfilingKernels;
+import io.moemesh.kernels.ProfilingKernels.OpTime;
 import io.moemesh.model.DeepseekModel;
 import io.moemesh.model.Precision;
 import io.moemesh.model.demo.DemoCheckpoint;
@@ -36,5 +38,29 @@ class ThroughputBenchTest {
       // a step reads every dense weight, the experts its tokens pick and each sequence's KV
       assertThat(r.bytesPerDecodeStep()).isGreaterThan(model.denseWeightBytes());
     }
+  }
+
+  @Test
+  void profilesTheFullBatchDecodeStepsAndThePromptStepsApart() throws Exception {
+    Path dir = Files.createTempDirectory("moemesh-bench-test").resolve("tiny");
+    DemoCheckpoint.writeShipped("tiny", dir, 7, DemoCheckpoint.Format.BF16, (done, total) -> {});
+    try (Kernels kernels = KernelBackend.NATIVE.open(2); var model = DeepseekModel.load(dir, Precision.INT8, kernels, (done, total) -> {})) {
+      var profiles = new StepProfiles(new ProfilingKernels(kernels));
+      var triads = new ArrayDeque<>(List.of(41.0, 43.0));
+      var r = ThroughputBench.measure(model.withKernels(profiles.profiler), 3, 20, 6, 0, profiles, null, Duration.ZERO, triads::removeFirst);
+
+      assertThat(profiles.decode.steps()).isEqualTo(r.decodeSteps());
+      assertThat(profiles.decode.seconds()).isCloseTo(r.decodeSecondsTotal(), within(1e-9));
+      assertThat(profiles.decode.tokensPerStep()).isEqualTo(3); // one token for each of the 3 requests
+      assertThat(profiles.prompt.tokensPerStep()).isEqualTo(60); // 3 prompts of 20 tokens fit one step
+      assertThat(ops(profiles.decode)).contains("mlaDecode").doesNotContain("attention");
+      assertThat(ops(profiles.prompt)).contains("attention");
+      long attentionCalls = profiles.prompt.ops().stream().filter(o -> o.op().equals("attention")).mapToLong(OpTime::calls).sum();
+      assertThat(attentionCalls).as("one call per sequence and layer").isEqualTo(3L * model.config().numHiddenLayers());
+    }
+  }
+
+  private static List<String> ops(StepProfiles.Kind kind) {
+    return kind.ops().stream().map(OpTime::op).toList();
   }
 }
