@@ -121,6 +121,9 @@ int32_t mk_rope(mk_context *ctx, float *x, int64_t ldx, int64_t rows, int64_t ro
                 const float *cos_table, const float *sin_table, int64_t max_pos, int64_t d);
 
 /* out = silu(gate) * up on (n,d) matrices. */
+/* q(n,d), scales(n) = quantize_rows(silu_mul(gate, up)) bit for bit, the F32 product only in a row buffer. */
+int32_t mk_silu_mul_quantize(mk_context *ctx, int8_t *q, int64_t ldq, float *scales, const float *gate, int64_t ldg,
+                             const float *up, int64_t ldu, int64_t n, int64_t d);
 int32_t mk_silu_mul(mk_context *ctx, float *out, int64_t ldo, const float *gate, int64_t ldg, const float *up,
                     int64_t ldu, int64_t n, int64_t d);
 

@@ -22,7 +22,7 @@ INLINE __m512 load_bf16(__mmask16 m, const uint16_t *p) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
-/* ---- F32 x F32|BF16 matmul tile ---- */
+/* ---- F32 x F32|BF16 matmul tile (1 x 4 and 1 x 1; 4 x 4 is tile_f32_4x4 below) ---- */
 INLINE void tile_f32(float *out, int64_t ldo, const float *x, int64_t ldx, const void *w, int32_t w_bf16,
                      int64_t ldw, const int MR, const int NR, int64_t k) {
   __m512 acc[4][4];
@@ -60,15 +60,6 @@ INLINE void tile_f32(float *out, int64_t ldo, const float *x, int64_t ldx, const
   for (; j + 16 <= k; j += 16) F32_STEP((__mmask16)0xFFFF);
   if (j < k) F32_STEP(mask16(k - j));
 #undef F32_STEP
-  if (MR == 4 && NR == 4) {
-    __m512 sums = hsum16x16(acc[0][0], acc[0][1], acc[0][2], acc[0][3], acc[1][0], acc[1][1], acc[1][2], acc[1][3],
-                            acc[2][0], acc[2][1], acc[2][2], acc[2][3], acc[3][0], acc[3][1], acc[3][2], acc[3][3]);
-    _mm_storeu_ps(out, _mm512_extractf32x4_ps(sums, 0));
-    _mm_storeu_ps(out + ldo, _mm512_extractf32x4_ps(sums, 1));
-    _mm_storeu_ps(out + 2 * ldo, _mm512_extractf32x4_ps(sums, 2));
-    _mm_storeu_ps(out + 3 * ldo, _mm512_extractf32x4_ps(sums, 3));
-    return;
-  }
   for (int t = 0; t < MR; t++)
     for (int o = 0; o < NR; o++) out[t * ldo + o] = hsum16(acc[t][o]);
 }

@@ -1,8 +1,9 @@
-/* Row-wise ops of the ABI: RMSNorm, RoPE, SiLU·up, dtype conversion, FP8 dequantization, and the expert
- * dispatch/combine helpers. Rows are independent; threads take contiguous row ranges. */
+/* Row-wise ops of the ABI: RMSNorm, RoPE, SiLU·up (and fused with the INT8 quantization after it), dtype conversion,
+ * FP8 dequantization, and the expert dispatch/combine helpers. Rows are independent; threads take contiguous row ranges. */
 #include "mk_internal.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 /* ---- rms_norm ---- */
 typedef struct {
@@ -74,6 +75,38 @@ MK_EXPORT int32_t mk_silu_mul(mk_context *ctx, float *out, int64_t ldo, const fl
   if (n < 0 || d < 0 || ldo < d || ldg < d || ldu < d) return MK_E_SHAPE;
   silu_job j = {ctx->isa, out, gate, up, ldo, ldg, ldu, d};
   mk_parallel_for(ctx, n, 1, n * d * 12, silu_range, &j);
+  return MK_OK;
+}
+
+/* ---- silu_mul_quantize: silu_mul's row into a buffer, then quantize_row from it ---- */
+typedef struct {
+  const mk_isa *isa;
+  int8_t *q;
+  float *scales;
+  const float *gate, *up;
+  int64_t ldq, ldg, ldu, d;
+} silu_quantize_job;
+
+#define SILU_ROW_ON_STACK 4096 /* floats: a decode row's buffer is no malloc (a call at batch 1 is a microsecond) */
+
+static void silu_quantize_range(void *raw, int64_t begin, int64_t end) {
+  silu_quantize_job *j = raw;
+  float on_stack[SILU_ROW_ON_STACK] __attribute__((aligned(64)));
+  float *row = j->d <= SILU_ROW_ON_STACK ? on_stack : aligned_alloc(64, (size_t)((j->d * 4 + 63) / 64 * 64));
+  if (row == NULL) abort(); /* d floats; failure means the process is already lost */
+  for (int64_t t = begin; t < end; t++) {
+    j->isa->silu_mul(row, j->gate + t * j->ldg, j->up + t * j->ldu, j->d);
+    j->isa->quantize_row(j->q + t * j->ldq, j->scales + t, row, 0, j->d);
+  }
+  if (row != on_stack) free(row);
+}
+
+MK_EXPORT int32_t mk_silu_mul_quantize(mk_context *ctx, int8_t *q, int64_t ldq, float *scales, const float *gate,
+                                       int64_t ldg, const float *up, int64_t ldu, int64_t n, int64_t d) {
+  if (ctx == NULL || q == NULL || scales == NULL || gate == NULL || up == NULL) return MK_E_NULL;
+  if (n < 0 || d < 0 || ldq < d || ldg < d || ldu < d) return MK_E_SHAPE;
+  silu_quantize_job j = {ctx->isa, q, scales, gate, up, ldq, ldg, ldu, d};
+  mk_parallel_for(ctx, n, 1, n * d * 9, silu_quantize_range, &j);
   return MK_OK;
 }
 

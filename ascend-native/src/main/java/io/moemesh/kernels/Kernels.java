@@ -111,6 +111,12 @@ public interface Kernels extends AutoCloseable {
   void siluMul(Tensor out, Tensor gate, Tensor up);
 
   /**
+   * {@link #quantizeRows} of {@link #siluMul}{@code (gate, up)}, bit for bit, without the F32 product in memory: an
+   * A8W8 down-projection's input in one pass over gate and up. q I8 (n, d); scales F32 (n); gate, up F32 (n, d).
+   */
+  void siluMulQuantize(Tensor q, Tensor scales, Tensor gate, Tensor up);
+
+  /**
    * DeepSeek-V3's MoE gate (sigmoid, {@code noaux_tc}): scores = σ(logits); selection uses scores + bias;
    * with groups, a group's score is the sum of its top-2 biased scores (without a bias: its highest score,
    * as in DeepSeek's reference) and only the best {@code topkGroup} groups stay (ties: lower group first); the top-k experts among them are chosen (ties: lower id first); weights are the unbiased

@@ -212,6 +212,12 @@ public final class NativeKernels extends ValidatingKernels implements AutoClosea
   }
 
   @Override
+  protected void doSiluMulQuantize(Tensor q, Tensor scales, Tensor gate, Tensor up) {
+    call("siluMulQuantize", ctx -> (int) NativeOps.SILU_MUL_QUANTIZE.invokeExact(ctx, q.segment(), q.rowStride(), scales.segment(),
+        gate.segment(), gate.rowStride(), up.segment(), up.rowStride(), gate.numRows(), (long) gate.rowLength()), q, scales, gate, up);
+  }
+
+  @Override
   protected void doMoeGate(Tensor expertIds, Tensor weights, Tensor logits, Tensor bias, GateParams p) {
     MemorySegment biasSegment = bias == null ? MemorySegment.NULL : bias.segment();
     call("moeGate", ctx -> (int) NativeOps.MOE_GATE.invokeExact(ctx, expertIds.segment(), weights.segment(),

@@ -45,6 +45,8 @@ final class NativeOps {
       JAVA_LONG, JAVA_LONG);
   static final MethodHandle SILU_MUL = op("mk_silu_mul", ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG,
       JAVA_LONG, JAVA_LONG);
+  static final MethodHandle SILU_MUL_QUANTIZE = op("mk_silu_mul_quantize", ADDRESS, JAVA_LONG, ADDRESS, ADDRESS, JAVA_LONG,
+      ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG);
   static final MethodHandle MOE_GATE = op("mk_moe_gate", ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG,
       JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_FLOAT);
   static final MethodHandle MLA_DECODE = op("mk_mla_decode", ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG,

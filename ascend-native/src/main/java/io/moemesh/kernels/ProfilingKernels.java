@@ -226,6 +226,11 @@ public final class ProfilingKernels implements Kernels {
   }
 
   @Override
+  public void siluMulQuantize(Tensor q, Tensor scales, Tensor gate, Tensor up) {
+    time("siluMulQuantize", () -> Work.moving(q, scales, gate, up), () -> inner.siluMulQuantize(q, scales, gate, up));
+  }
+
+  @Override
   public void moeGate(Tensor expertIds, Tensor weights, Tensor logits, Tensor bias, GateParams params) {
     time("moeGate", () -> Work.moving(expertIds, weights, logits, bias), () -> inner.moeGate(expertIds, weights, logits, bias, params));
   }

@@ -192,13 +192,22 @@ public final class ReferenceKernels extends ValidatingKernels {
   /** out = gate / (1 + e^-gate) · up, with e^-gate the F32 rounding of {@link Math#exp}. */
   @Override
   protected void doSiluMul(Tensor out, Tensor gate, Tensor up) {
+    for (long t = 0; t < gate.numRows(); t++) store(out, t, siluMul(row(gate, t), row(up, t)));
+  }
+
+  @Override
+  protected void doSiluMulQuantize(Tensor q, Tensor scales, Tensor gate, Tensor up) {
     for (long t = 0; t < gate.numRows(); t++) {
-      float[] g = row(gate, t);
-      float[] u = row(up, t);
-      float[] outT = new float[g.length];
-      for (int j = 0; j < g.length; j++) outT[j] = g[j] / (1f + (float) Math.exp(-g[j])) * u[j];
-      store(out, t, outT);
+      QuantizedRow qt = quantize(siluMul(row(gate, t), row(up, t)));
+      storeBytes(q, t, qt.q());
+      scales.setFloat(t, qt.scale());
     }
+  }
+
+  private static float[] siluMul(float[] g, float[] u) {
+    float[] out = new float[g.length];
+    for (int j = 0; j < g.length; j++) out[j] = g[j] / (1f + (float) Math.exp(-g[j])) * u[j];
+    return out;
   }
 
   @Override

@@ -157,6 +157,14 @@ public abstract class ValidatingKernels implements Kernels {
   }
 
   @Override
+  public final void siluMulQuantize(Tensor q, Tensor scales, Tensor gate, Tensor up) {
+    var c = new Check("siluMulQuantize", q, scales, gate, up);
+    c.dtype(q, "q", I8).dtype(scales, "scales", F32).dtype(gate, "gate", F32).dtype(up, "up", F32);
+    c.sameMatrix(q, gate).sameMatrix(up, gate).elements(scales, gate.numRows());
+    doSiluMulQuantize(q, scales, gate, up);
+  }
+
+  @Override
   public final void moeGate(Tensor expertIds, Tensor weights, Tensor logits, Tensor bias, GateParams params) {
     var c = bias == null ? new Check("moeGate", expertIds, weights, logits) : new Check("moeGate", expertIds, weights, logits, bias);
     c.dtype(expertIds, "expertIds", I32).dtype(weights, "weights", F32).dtype(logits, "logits", F32);
@@ -265,6 +273,8 @@ public abstract class ValidatingKernels implements Kernels {
   protected abstract void doRope(Tensor x, Tensor positions, RopeTable table);
 
   protected abstract void doSiluMul(Tensor out, Tensor gate, Tensor up);
+
+  protected abstract void doSiluMulQuantize(Tensor q, Tensor scales, Tensor gate, Tensor up);
 
   protected abstract void doMoeGate(Tensor expertIds, Tensor weights, Tensor logits, Tensor bias, GateParams params);
 

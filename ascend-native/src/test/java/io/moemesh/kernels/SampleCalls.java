@@ -61,6 +61,8 @@ final class SampleCalls {
     Tensor normOut = out.allocate(F32, 3, 8);
     Tensor roped = TestTensors.uniform(out, random, F32, 1, 3, 8);
     Tensor siluOut = out.allocate(F32, 3, 8);
+    Tensor siluQ = out.allocate(I8, 3, 8);
+    Tensor siluScales = out.allocate(F32, 3);
     Tensor ids = out.allocate(I32, 3, 2);
     Tensor gateWeights = out.allocate(F32, 3, 2);
     Tensor attnOut = out.allocate(F32, 3, 2, 4);
@@ -93,6 +95,7 @@ final class SampleCalls {
         new SampleCall("rmsNorm", List.of(normOut), k -> k.rmsNorm(normOut, x, normWeight, 1e-6f)),
         new SampleCall("rope", List.of(roped), k -> k.rope(roped, positions, table)),
         new SampleCall("siluMul", List.of(siluOut), k -> k.siluMul(siluOut, x, x)),
+        new SampleCall("siluMulQuantize", List.of(siluQ, siluScales), k -> k.siluMulQuantize(siluQ, siluScales, x, x)),
         new SampleCall("moeGate", List.of(ids, gateWeights),
             k -> k.moeGate(ids, gateWeights, logits, bias, new GateParams(2, 4, 2, true, 2.5f))),
         new SampleCall("mlaDecode", List.of(attnOut), k -> k.mlaDecode(attnOut, qLatent, qRope, kv, 0.5f)),

@@ -37,10 +37,20 @@ public record Mlp(Linear w1, Linear w2, Linear w3, Linear w13) {
     down(k, out, gateUp, inter, scratch);
   }
 
-  /** {@code out = w2(silu(gate) · up)} from w13's output {@code gateUp (n, 2·inter)}: gate then up in each row. */
+  /**
+   * {@code out = w2(silu(gate) · up)} from w13's output {@code gateUp (n, 2·inter)}: gate then up in each row. An INT8
+   * w2 gets its input quantized as the product is made (one pass, the bits of siluMul then quantizeRows).
+   */
   public void down(Kernels k, Tensor out, Tensor gateUp, int inter, TensorArena scratch) {
-    Tensor gate = gateUp.cols(0, inter);
-    k.siluMul(gate, gate, gateUp.cols(inter, 2 * inter));
+    Tensor gate = gateUp.cols(0, inter), up = gateUp.cols(inter, 2 * inter);
+    if (w2.isInt8()) {
+      int n = Math.toIntExact(gateUp.numRows());
+      Tensor hq = scratch.empty(DType.I8, n, inter), hs = scratch.empty(DType.F32, n);
+      k.siluMulQuantize(hq, hs, gate, up);
+      w2.applyInt8(k, out, hq, hs);
+      return;
+    }
+    k.siluMul(gate, gate, up);
     w2.apply(k, out, gate, scratch);
   }
 

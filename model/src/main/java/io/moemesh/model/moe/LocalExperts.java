@@ -85,9 +85,8 @@ public final class LocalExperts implements ExpertBackend {
         grouped(k, gate, xRows, xScales, offsets, experts, expertOffsets, Mlp::w1);
         grouped(k, gateUp.cols(inter, 2 * inter), xRows, xScales, offsets, experts, expertOffsets, Mlp::w3);
       }
-      k.siluMul(gate, gate, gateUp.cols(inter, 2 * inter));
       Tensor hq = scratch.empty(DType.I8, assignments, inter), hs = scratch.empty(DType.F32, assignments);
-      k.quantizeRows(hq, hs, gate);
+      k.siluMulQuantize(hq, hs, gate, gateUp.cols(inter, 2 * inter));
       grouped(k, y, hq, hs, offsets, experts, expertOffsets, Mlp::w2);
     } else {
       Tensor gate = scratch.empty(DType.F32, assignments, inter);

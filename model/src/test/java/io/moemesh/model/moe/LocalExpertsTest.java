@@ -109,6 +109,12 @@ class LocalExpertsTest {
         new LocalExperts(Map.of(), Map.of(0, stacked), Precision.INT8).sharedQuantized(k, 0, outs[2], xq, xs, scratch);
         new LocalExperts(Map.of(), Map.of(0, apart), Precision.INT8).sharedQuantized(k, 0, outs[3], xq, xs, scratch);
         assertThat(outs[0].toFloatArray()).as(k.name() + " apply").containsExactly(outs[1].toFloatArray());
+        // the down-projection's input quantized as it is made (siluMulQuantize) against siluMul, then w2 quantizing it
+        Tensor gateUp = scratch.allocate(DType.F32, TOKENS, 2 * INTER), unfused = arena.allocate(DType.F32, TOKENS, DIM);
+        stacked.w13().apply(k, gateUp, x, scratch);
+        k.siluMul(gateUp.cols(0, INTER), gateUp.cols(0, INTER), gateUp.cols(INTER, 2 * INTER));
+        stacked.w2().apply(k, unfused, gateUp.cols(0, INTER), scratch);
+        assertThat(outs[0].toFloatArray()).as(k.name() + " fused against unfused").containsExactly(unfused.toFloatArray());
         assertThat(outs[2].toFloatArray()).as(k.name() + " sharedQuantized").containsExactly(outs[3].toFloatArray());
         assertThat(outs[0].toFloatArray()).as("the expert computed something").isNotEqualTo(new float[TOKENS * DIM]);
       }
