@@ -1,12 +1,18 @@
 /* Causal attention over explicit K/V (naive MLA, for prompt tokens) and the elementwise add. Softmax is the
  * ordinary max-subtracting one in F32, as DeepSeek's reference (softmax(dtype=float32)). A unit of work is one head
- * of up to MK_ATTENTION_ROWS query rows: their scores by the matmul tiles (each score its own dot-product chain), each
- * row's softmax, then the rows' weighted sums of values, each output in position order. So a row's results are
+ * of up to UNIT_ROWS query rows: their scores by the matmul tiles (each score its own dot-product chain), each row's
+ * softmax, then the rows' weighted sums of values, each output in position order. So a row's results are
  * independent of the rows beside it and of the threads. */
 #include "mk_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
+
+/* Query rows of one head per unit: each key and value row brought from L2/L3 serves them all, from L1 (a head's keys
+ * and values outgrow L2 past ~1,500 positions). The values go in blocks of VALUE_BLOCK positions, every 4-row group of
+ * the unit over one block before the next. */
+#define UNIT_ROWS (4 * MK_ATTENTION_ROWS)
+#define VALUE_BLOCK 64
 
 typedef struct {
   const mk_isa *isa;
@@ -17,31 +23,44 @@ typedef struct {
   float scale;
 } attention_job;
 
-/* Unit u is row tile i = u % tiles of head u / tiles: one head's keys and values stay in L2 over its tiles. The tiles
- * are taken 0, last, 1, last - 1, ...: a causal prompt's later rows see more keys, so every run of units, whichever
- * thread takes it, mixes short rows and long. */
+/* Unit u is row tile i = u % tiles of head u / tiles: one head's keys and values stay in cache over its tiles. The
+ * tiles are taken 0, last, 1, last - 1, ...: a causal prompt's later rows see more keys, so every run of units,
+ * whichever thread takes it, mixes short rows and long. */
 static void attention_unit(const attention_job *j, int64_t u, float *s) {
   int64_t i = u % j->tiles, h = u / j->tiles;
-  int64_t tile = i % 2 == 0 ? i / 2 : j->tiles - 1 - i / 2, t0 = tile * MK_ATTENTION_ROWS;
-  int64_t mr = j->nq - t0 < MK_ATTENTION_ROWS ? j->nq - t0 : MK_ATTENTION_ROWS, counts[MK_ATTENTION_ROWS], longest = 0;
-  for (int64_t r = 0; r < mr; r++) {
+  int64_t tile = i % 2 == 0 ? i / 2 : j->tiles - 1 - i / 2, t0 = tile * UNIT_ROWS;
+  int64_t rows = j->nq - t0 < UNIT_ROWS ? j->nq - t0 : UNIT_ROWS, counts[UNIT_ROWS], longest[UNIT_ROWS / MK_ATTENTION_ROWS];
+  int64_t groups = (rows + MK_ATTENTION_ROWS - 1) / MK_ATTENTION_ROWS, most = 0;
+  for (int64_t g = 0; g < groups; g++) longest[g] = 0;
+  for (int64_t r = 0; r < rows; r++) {
     counts[r] = j->context_lens[t0 + r];
-    if (counts[r] > longest) longest = counts[r];
+    int64_t *l = &longest[r / MK_ATTENTION_ROWS];
+    if (counts[r] > *l) *l = counts[r];
+    if (counts[r] > most) most = counts[r];
   }
   /* head h's query rows, keys and values: every heads-th row of q, k and v */
   const float *q = j->q + (t0 * j->heads + h) * j->ldq, *k = j->k + h * j->ldk, *v = j->v + h * j->ldv;
-  int64_t ldq = j->heads * j->ldq, ldk = j->heads * j->ldk;
-  for (int64_t p = 0; p < longest; p += 4) /* scores past a row's own length are computed and never read */
-    j->isa->matmul_tile(s + p, j->nk, q, ldq, k + p * ldk, 0, ldk, mr, longest - p < 4 ? longest - p : 4, j->dqk);
-  for (int64_t r = 0; r < mr; r++) j->isa->softmax(s + r * j->nk, counts[r], j->scale);
-  j->isa->weighted_rows(j->out + (t0 * j->heads + h) * j->ldo, j->heads * j->ldo, s, j->nk, v, j->heads * j->ldv, mr,
-                        counts, j->dv);
+  int64_t ldq = j->heads * j->ldq, ldk = j->heads * j->ldk, ldv = j->heads * j->ldv, ldo = j->heads * j->ldo;
+  float *o = j->out + (t0 * j->heads + h) * j->ldo;
+  for (int64_t p = 0; p < most; p += 4) /* a group's scores past a row's own length are computed and never read */
+    for (int64_t g = 0; g < groups; g++) {
+      int64_t r0 = g * MK_ATTENTION_ROWS, mr = rows - r0 < MK_ATTENTION_ROWS ? rows - r0 : MK_ATTENTION_ROWS;
+      if (p < longest[g])
+        j->isa->matmul_tile(s + r0 * j->nk + p, j->nk, q + r0 * ldq, ldq, k + p * ldk, 0, ldk, mr,
+                            longest[g] - p < 4 ? longest[g] - p : 4, j->dqk);
+    }
+  for (int64_t r = 0; r < rows; r++) j->isa->softmax(s + r * j->nk, counts[r], j->scale);
+  for (int64_t p = 0; p < most; p += VALUE_BLOCK)
+    for (int64_t g = 0; g < groups; g++) {
+      int64_t r0 = g * MK_ATTENTION_ROWS, mr = rows - r0 < MK_ATTENTION_ROWS ? rows - r0 : MK_ATTENTION_ROWS;
+      j->isa->weighted_rows(o + r0 * ldo, ldo, s + r0 * j->nk, j->nk, v, ldv, mr, counts + r0, j->dv, p, p + VALUE_BLOCK);
+    }
 }
 
 static void attention_range(void *raw, int64_t begin, int64_t end) {
   const attention_job *j = raw;
-  float *s = malloc(sizeof(float) * (size_t)(MK_ATTENTION_ROWS * j->nk));
-  if (s == NULL) abort(); /* MK_ATTENTION_ROWS · nk floats; failure means the process is already lost */
+  float *s = malloc(sizeof(float) * (size_t)(UNIT_ROWS * j->nk));
+  if (s == NULL) abort(); /* UNIT_ROWS · nk floats; failure means the process is already lost */
   for (int64_t u = begin; u < end; u++) attention_unit(j, u, s);
   free(s);
 }
@@ -54,7 +73,7 @@ MK_EXPORT int32_t mk_attention(mk_context *ctx, float *out, int64_t ldo, const f
     return MK_E_SHAPE;
   for (int64_t t = 0; t < nq; t++)
     if (context_lens[t] < 1 || context_lens[t] > nk) return MK_E_INDEX;
-  int64_t tiles = (nq + MK_ATTENTION_ROWS - 1) / MK_ATTENTION_ROWS;
+  int64_t tiles = (nq + UNIT_ROWS - 1) / UNIT_ROWS;
   attention_job j = {ctx->isa, out, q, k, v, ldo, ldq, ldk, ldv, nq, heads, dqk, dv, nk, tiles, context_lens, scale};
   int64_t work = nq * heads * nk * (dqk + dv) * 2;
   mk_parallel_for(ctx, tiles * heads, 1, work, attention_range, &j);

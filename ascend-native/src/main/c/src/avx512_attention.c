@@ -37,17 +37,25 @@ void mk_avx512_softmax(float *s, int64_t n, float scale) {
   }
 }
 
-/* MR rows' outputs over the 64 columns at c: the positions all MR rows see with 4 values loaded once for MR rows, then
- * each row's own last positions on its stored outputs. Either way acc += w_r[p] · v_p[c + 16z] in position order. */
+/* MR rows' outputs over the 64 columns at c, positions [from, to): the positions all MR rows see with 4 values loaded
+ * once for MR rows, then each row's own last positions on its stored outputs. Either way acc += w_r[p] · v_p[c + 16z]
+ * in position order, started at zero when from is 0, else at what o holds. */
 INLINE void rows_chunk(float *o, int64_t ldo, const float *w, int64_t ldw, const float *v, int64_t ldv,
-                       const int MR, const int64_t *counts, int64_t c, int64_t d) {
+                       const int MR, const int64_t *counts, int64_t c, int64_t d, int64_t from, int64_t to) {
   __mmask16 m0 = mask16(d - c), m1 = mask16(d - c - 16), m2 = mask16(d - c - 32), m3 = mask16(d - c - 48);
-  int64_t common = counts[0];
-  for (int r = 1; r < MR; r++) common = counts[r] < common ? counts[r] : common;
-#define ZERO(r) __m512 a##r##0 = _mm512_setzero_ps(), a##r##1 = a##r##0, a##r##2 = a##r##0, a##r##3 = a##r##0;
-  ZERO(0) ZERO(1) ZERO(2) ZERO(3)
-#undef ZERO
-  for (int64_t p = 0; p < common; p++) {
+  int64_t common = to;
+  for (int r = 0; r < MR; r++) common = counts[r] < common ? counts[r] : common;
+  if (common < from) common = from;
+#define LOAD(r)                                                                                         \
+  __m512 a##r##0 = _mm512_setzero_ps(), a##r##1 = a##r##0, a##r##2 = a##r##0, a##r##3 = a##r##0;      \
+  if (r < MR && from > 0) {                                                                             \
+    const float *in = o + r * ldo + c;                                                                  \
+    a##r##0 = _mm512_maskz_loadu_ps(m0, in), a##r##1 = _mm512_maskz_loadu_ps(m1, in + 16);            \
+    a##r##2 = _mm512_maskz_loadu_ps(m2, in + 32), a##r##3 = _mm512_maskz_loadu_ps(m3, in + 48);       \
+  }
+  LOAD(0) LOAD(1) LOAD(2) LOAD(3)
+#undef LOAD
+  for (int64_t p = from; p < common; p++) {
     const float *vp = v + p * ldv + c;
     __m512 v0 = _mm512_maskz_loadu_ps(m0, vp), v1 = _mm512_maskz_loadu_ps(m1, vp + 16),
            v2 = _mm512_maskz_loadu_ps(m2, vp + 32), v3 = _mm512_maskz_loadu_ps(m3, vp + 48);
@@ -69,11 +77,12 @@ INLINE void rows_chunk(float *o, int64_t ldo, const float *w, int64_t ldw, const
   STORE(0) STORE(1) STORE(2) STORE(3)
 #undef STORE
   for (int r = 0; r < MR; r++) {
-    if (counts[r] == common) continue;
+    int64_t end = counts[r] < to ? counts[r] : to;
+    if (end <= common) continue;
     float *out = o + r * ldo + c;
     __m512 b0 = _mm512_maskz_loadu_ps(m0, out), b1 = _mm512_maskz_loadu_ps(m1, out + 16),
            b2 = _mm512_maskz_loadu_ps(m2, out + 32), b3 = _mm512_maskz_loadu_ps(m3, out + 48);
-    for (int64_t p = common; p < counts[r]; p++) {
+    for (int64_t p = common; p < end; p++) {
       const float *vp = v + p * ldv + c;
       __m512 wr = _mm512_set1_ps(w[r * ldw + p]);
       b0 = _mm512_fmadd_ps(wr, _mm512_maskz_loadu_ps(m0, vp), b0), b1 = _mm512_fmadd_ps(wr, _mm512_maskz_loadu_ps(m1, vp + 16), b1);
@@ -85,12 +94,12 @@ INLINE void rows_chunk(float *o, int64_t ldo, const float *w, int64_t ldw, const
 }
 
 void mk_avx512_weighted_rows(float *o, int64_t ldo, const float *w, int64_t ldw, const float *v, int64_t ldv, int64_t mr,
-                             const int64_t *counts, int64_t d) {
+                             const int64_t *counts, int64_t d, int64_t from, int64_t to) {
   for (int64_t c = 0; c < d; c += 64) switch (mr) {
-      case 4: rows_chunk(o, ldo, w, ldw, v, ldv, 4, counts, c, d); break;
-      case 3: rows_chunk(o, ldo, w, ldw, v, ldv, 3, counts, c, d); break;
-      case 2: rows_chunk(o, ldo, w, ldw, v, ldv, 2, counts, c, d); break;
+      case 4: rows_chunk(o, ldo, w, ldw, v, ldv, 4, counts, c, d, from, to); break;
+      case 3: rows_chunk(o, ldo, w, ldw, v, ldv, 3, counts, c, d, from, to); break;
+      case 2: rows_chunk(o, ldo, w, ldw, v, ldv, 2, counts, c, d, from, to); break;
       default:
-        for (int64_t r = 0; r < mr; r++) rows_chunk(o + r * ldo, ldo, w + r * ldw, ldw, v, ldv, 1, counts + r, c, d);
+        for (int64_t r = 0; r < mr; r++) rows_chunk(o + r * ldo, ldo, w + r * ldw, ldw, v, ldv, 1, counts + r, c, d, from, to);
     }
 }

@@ -181,11 +181,12 @@ typedef struct mk_isa {
   /* The prompt attention's softmax of one row (attention.c): s[0:n] = softmax(s · scale), max-subtracting, in F32
    * (portable: e^x by expf and the sum in position order; AVX-512: a polynomial and lane sums by a fixed tree). */
   void (*softmax)(float *s, int64_t n, float scale);
-  /* The prompt attention's values for mr <= MK_ATTENTION_ROWS query rows: o[r * ldo + c] = Σ_{p < counts[r]}
-   * w[r * ldw + p] · v[p * ldv + c] for c < d, each output its own chain in position order, so a row's bits never
-   * depend on the rows beside it (portable: axpy's two roundings; AVX-512: fused multiply-adds). */
+  /* The prompt attention's values for mr <= MK_ATTENTION_ROWS query rows, positions [from, to) of them:
+   * o[r * ldo + c] (+)= Σ_{from <= p < min(to, counts[r])} w[r * ldw + p] · v[p * ldv + c] for c < d, started at zero
+   * when from is 0, else added to what o holds. Each output is one chain in position order whatever the blocks, so a
+   * row's bits never depend on the rows beside it (portable: axpy's two roundings; AVX-512: fused multiply-adds). */
   void (*weighted_rows)(float *o, int64_t ldo, const float *w, int64_t ldw, const float *v, int64_t ldv, int64_t mr,
-                        const int64_t *counts, int64_t d);
+                        const int64_t *counts, int64_t d, int64_t from, int64_t to);
   /* mk_argmax_rows of one row (d >= 1): the lowest index of the largest value, -1 for a NaN, +inf or only -inf. */
   int32_t (*argmax)(const float *x, int64_t d);
   /* Register-only VPDPBUSD (or portable stand-in) loop: returns int8 ops done. */
@@ -212,7 +213,7 @@ void mk_avx512_mla_tile_bf16(int32_t *m, float *l, float *const *o, const uint32
 /* The prompt attention's row kernels (avx512_attention.c): mk_isa_avx512's softmax and weighted_rows. */
 void mk_avx512_softmax(float *s, int64_t n, float scale);
 void mk_avx512_weighted_rows(float *o, int64_t ldo, const float *w, int64_t ldw, const float *v, int64_t ldv, int64_t mr,
-                             const int64_t *counts, int64_t d);
+                             const int64_t *counts, int64_t d, int64_t from, int64_t to);
 /* VPDPBUSD tiles (avx512_int8.c): mk_isa_avx512's dot_u8i8_tile, gemm_u8i8_tile and int8_peak_loop. */
 void mk_avx512_dot_u8i8_tile(int32_t *acc, int32_t *wsum, const uint8_t *xu, int64_t ldx, const int8_t *w, int64_t ldw,
                              int64_t mr, int64_t nr, int64_t k);

@@ -133,11 +133,12 @@ static void softmax(float *s, int64_t n, float scale) {
 }
 
 static void weighted_rows(float *o, int64_t ldo, const float *w, int64_t ldw, const float *v, int64_t ldv, int64_t mr,
-                          const int64_t *counts, int64_t d) {
+                          const int64_t *counts, int64_t d, int64_t from, int64_t to) {
   for (int64_t r = 0; r < mr; r++) {
     float *out = o + r * ldo;
-    for (int64_t c = 0; c < d; c++) out[c] = 0;
-    for (int64_t p = 0; p < counts[r]; p++) axpy(out, w[r * ldw + p], v + p * ldv, d);
+    if (from == 0)
+      for (int64_t c = 0; c < d; c++) out[c] = 0;
+    for (int64_t p = from; p < counts[r] && p < to; p++) axpy(out, w[r * ldw + p], v + p * ldv, d);
   }
 }
 

@@ -279,10 +279,13 @@ final class AttentionContract {
       }
     }
 
-    /** A prompt, and a chunk after a prefix in the bench model's head dims: rows in tiles of 4, alone or beside others. */
+    /**
+     * A prompt, and chunks after a prefix in the bench model's head dims: rows in units of 16 and groups of 4, values
+     * in blocks of 64 positions, each row alone or beside others.
+     */
     @Test
     default void rowsAreIndependentOfTheBatch() {
-      for (int[] shape : new int[][] {{9, 9, 2, 64, 32}, {11, 40, 3, 96, 64}}) {
+      for (int[] shape : new int[][] {{9, 9, 2, 64, 32}, {11, 40, 3, 96, 64}, {21, 150, 2, 96, 64}}) {
         int nq = shape[0], heads = shape[2], dv = shape[4];
         Tensor[] in = inputs(new Random(47), nq, shape[1], heads, shape[3], dv);
         check().rowsIndependent("attention",
