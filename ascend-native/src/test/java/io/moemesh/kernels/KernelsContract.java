@@ -128,8 +128,8 @@ abstract class KernelsContract {
 
   @Nested class RmsNorm extends Fixture implements RowOpsContract.RmsNorm {}
   @Nested class Rope extends Fixture implements RowOpsContract.Rope {}
-  @Nested class SiluMul extends Fixture implements RowOpsContract.SiluMul {}
-  @Nested class SiluMulQuantize extends Fixture implements RowOpsContract.SiluMulQuantize {}
+  @Nested class SiluMul extends Fixture implements SwigluContract.SiluMul {}
+  @Nested class SiluMulQuantize extends Fixture implements SwigluContract.SiluMulQuantize {}
   @Nested class Add extends Fixture implements RowOpsContract.Add {}
   @Nested class Convert extends Fixture implements RowOpsContract.Convert {}
   @Nested class ArgmaxRows extends Fixture implements RowOpsContract.ArgmaxRows {}
