@@ -62,16 +62,12 @@ public final class LatentKvCache {
    * was a tenth of a prompt step's Java).
    */
   void write(Kernels k, int layerId, ForwardBatch batch, Tensor latent, TensorArena scratch) {
-    Tensor rows = latent;
-    if (dtype() != DType.F32) {
-      rows = scratch.empty(dtype(), latent.dim(0), latent.dim(1));
-      k.convert(rows, latent);
-    }
-    Tensor converted = rows;
+    Tensor rows = dtype() == DType.F32 ? latent : scratch.empty(dtype(), latent.dim(0), latent.dim(1));
+    if (rows != latent) k.convert(rows, latent);
     for (ForwardBatch.SequenceChunk s : batch.sequences()) {
       int first = s.firstRow();
       forEachRun(s.blockTable(), batch.positions()[first], s.numRows(),
-          (slots, at) -> slots.copyFrom(converted.rows(first + at, first + at + slots.dim(0))), layerId);
+          (slots, at) -> slots.copyFrom(rows.rows(first + at, first + at + slots.dim(0))), layerId);
     }
   }
 
