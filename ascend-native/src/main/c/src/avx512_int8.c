@@ -52,11 +52,21 @@ INLINE void tile_u8i8(int32_t *acc_out, int32_t *wsum, const uint8_t *xu, int64_
     for (int o = 0; o < NR; o++) wsum[o] = _mm512_reduce_add_epi32(sum[o]);
 }
 
-/* MR (2 to 8) activation rows against one weight row, its sum fused when wsum is not null: like the GEMV, one
+/* Lane i: the sum of the 16 lanes of the i-th of a, b, c, d, by one transpose tree (~3 instructions a vector
+ * against ~9 for a horizontal sum each). Integer sums are exact, so the order gives the same bits. */
+INLINE __m128i reduce4_epi32(__m512i a, __m512i b, __m512i c, __m512i d) {
+  __m512i ab = _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b)); /* a b a b per 128 bits */
+  __m512i cd = _mm512_add_epi32(_mm512_unpacklo_epi32(c, d), _mm512_unpackhi_epi32(c, d));
+  __m512i abcd = _mm512_add_epi32(_mm512_unpacklo_epi64(ab, cd), _mm512_unpackhi_epi64(ab, cd)); /* a b c d */
+  __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(abcd), _mm512_extracti64x4_epi64(abcd, 1));
+  return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+
+/* MR (1 to 8) activation rows against one weight row, its sum fused when wsum is not null: like the GEMV, one
  * sequential weight stream read once, here for a few rows (a routed expert's share of a decode batch). Named
  * accumulators: tile_u8i8's arrays made GCC shuffle registers, 1.5x slower at 3 rows. */
-INLINE void rows_u8i8(int32_t *acc_out, int32_t *wsum, const uint8_t *xu, int64_t ldx, const int8_t *w, int64_t k,
-                      const int MR) {
+INLINE void rows_u8i8(int32_t *acc_out, int64_t lda, int32_t *wsum, const uint8_t *xu, int64_t ldx, const int8_t *w,
+                      int64_t k, const int MR) {
   const __m512i ones = _mm512_set1_epi8(1);
   __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0, sum = a0;
 #define ROW(t) if (MR > t) a##t = dpbusd(a##t, _mm512_maskz_loadu_epi8(m, xu + t * ldx + j), wv);
@@ -74,26 +84,20 @@ INLINE void rows_u8i8(int32_t *acc_out, int32_t *wsum, const uint8_t *xu, int64_
   if (j < k) STEP(mask64(k - j));
 #undef STEP
 #undef ROW
-#define ST(t) if (MR > t) acc_out[t * MK_I8_NR] = _mm512_reduce_add_epi32(a##t);
+  /* the MR sums and the weight row's, four at a time by one transpose tree (exact integers: any order) */
+  int32_t r[8];
+  _mm_storeu_si128((__m128i *)r, reduce4_epi32(a0, a1, a2, MR > 3 ? a3 : sum));
+  if (MR > 3) _mm_storeu_si128((__m128i *)(r + 4), reduce4_epi32(a4, a5, a6, a7));
+#define ST(t) if (MR > t) acc_out[t * lda] = r[t];
   ST(0) ST(1) ST(2) ST(3) ST(4) ST(5) ST(6) ST(7)
 #undef ST
-  if (wsum != NULL) *wsum = _mm512_reduce_add_epi32(sum);
+  if (wsum != NULL) *wsum = MR > 3 ? _mm512_reduce_add_epi32(sum) : r[3];
 }
 
 /* nr weight rows one after another (one sequential stream), each against the same MR activation rows. */
 INLINE void rows_u8i8_each(int32_t *acc, int32_t *wsum, const uint8_t *xu, int64_t ldx, const int8_t *w, int64_t ldw,
                            int64_t nr, int64_t k, const int MR) {
-  for (int64_t o = 0; o < nr; o++) rows_u8i8(acc + o, wsum == NULL ? NULL : wsum + o, xu, ldx, w + o * ldw, k, MR);
-}
-
-/* Lane i: the sum of the 16 lanes of the i-th of a, b, c, d, by one transpose tree (~3 instructions a vector
- * against ~9 for a horizontal sum each). Integer sums are exact, so the order gives the same bits. */
-INLINE __m128i reduce4_epi32(__m512i a, __m512i b, __m512i c, __m512i d) {
-  __m512i ab = _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b)); /* a b a b per 128 bits */
-  __m512i cd = _mm512_add_epi32(_mm512_unpacklo_epi32(c, d), _mm512_unpackhi_epi32(c, d));
-  __m512i abcd = _mm512_add_epi32(_mm512_unpacklo_epi64(ab, cd), _mm512_unpackhi_epi64(ab, cd)); /* a b c d */
-  __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(abcd), _mm512_extracti64x4_epi64(abcd, 1));
-  return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+  for (int64_t o = 0; o < nr; o++) rows_u8i8(acc + o, MK_I8_NR, wsum == NULL ? NULL : wsum + o, xu, ldx, w + o * ldw, k, MR);
 }
 
 /* The sums of MK_I8_NR weight rows (a GEMM tile's +128 correction) in a pass of their own, two chains a row and the
@@ -240,6 +244,38 @@ void mk_avx512_dot_u8i8_tile(int32_t *acc, int32_t *wsum, const uint8_t *xu, int
       tile_u8i8(one, NULL, xu + t * ldx, ldx, w + o * ldw, ldw, 1, 1, k);
       acc[t * MK_I8_NR + o] = one[0];
     }
+}
+
+/* mk_isa.rows_u8i8_scaled: each weight row against the mr activation rows while it is in L1 (one sequential stream),
+ * then the 16 columns' scaling in vectors: a scalar epilogue per output was a fifth of a decode expert's time with
+ * its weights in cache. */
+void mk_avx512_rows_u8i8_scaled(float *out, int64_t ldo, const float *xs, const float *ws, int32_t *wsum, int fresh,
+                                const uint8_t *xu, int64_t ldx, const int8_t *w, int64_t ldw, int64_t mr, int64_t nr,
+                                int64_t k) {
+  int32_t acc[MK_I8_ROWS * 16];
+  for (int64_t o = 0; o < nr; o++) {
+    int32_t *s = fresh ? wsum + o : NULL;
+    const int8_t *wo = w + o * ldw;
+    switch (mr) {
+      case 1: rows_u8i8(acc + o, 16, s, xu, ldx, wo, k, 1); break;
+      case 2: rows_u8i8(acc + o, 16, s, xu, ldx, wo, k, 2); break;
+      case 3: rows_u8i8(acc + o, 16, s, xu, ldx, wo, k, 3); break;
+      case 4: rows_u8i8(acc + o, 16, s, xu, ldx, wo, k, 4); break;
+      case 5: rows_u8i8(acc + o, 16, s, xu, ldx, wo, k, 5); break;
+      case 6: rows_u8i8(acc + o, 16, s, xu, ldx, wo, k, 6); break;
+      case 7: rows_u8i8(acc + o, 16, s, xu, ldx, wo, k, 7); break;
+      default: rows_u8i8(acc + o, 16, s, xu, ldx, wo, k, 8); break;
+    }
+  }
+  /* out = (float)(sum - 128 · wsum) · xs · ws, multiplied left to right as mk_i8_scale says */
+  __mmask16 m = nr >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nr) - 1);
+  __m512i corr = _mm512_slli_epi32(_mm512_maskz_loadu_epi32(m, wsum), 7);
+  __m512 wsv = _mm512_maskz_loadu_ps(m, ws);
+  for (int64_t t = 0; t < mr; t++) {
+    __m512i dot = _mm512_sub_epi32(_mm512_maskz_loadu_epi32(m, acc + 16 * t), corr);
+    __m512 v = _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(dot), _mm512_set1_ps(xs[t])), wsv);
+    _mm512_mask_storeu_ps(out + t * ldo, m, v);
+  }
 }
 
 /* Twelve independent VPDPBUSD chains in registers: 12 · 64 multiply-adds = 1536 INT8 ops per iteration. */

@@ -302,6 +302,7 @@ const mk_isa mk_isa_avx512 = {
     .matmul_bf16_tile = mk_avx512_matmul_bf16_tile,
     .prepare_x_bf16 = prepare_x_bf16,
     .dot_u8i8_tile = mk_avx512_dot_u8i8_tile,
+    .rows_u8i8_scaled = mk_avx512_rows_u8i8_scaled,
     .gemm_u8i8_tile = mk_avx512_gemm_u8i8_tile,
     .f32_to_bf16 = f32_to_bf16,
     .bf16_to_f32 = bf16_to_f32,

@@ -139,6 +139,12 @@ typedef struct mk_isa {
    * GEMV or a few rows read each weight row once). */
   void (*dot_u8i8_tile)(int32_t *acc, int32_t *wsum, const uint8_t *xu, int64_t ldx, const int8_t *w, int64_t ldw,
                         int64_t mr, int64_t nr, int64_t k);
+  /* Optional (NULL: dot_u8i8_tile and a scalar epilogue): a few (mr <= MK_I8_ROWS) activation rows against nr <= 16
+   * weight rows, written scaled as mk_i8_scale says: out[t * ldo + o] = (float)(Σ xu[t]·w[o] - 128 · wsum[o]) · xs[t]
+   * · ws[o]. With `fresh`, wsum[o] = Σ w[o][j] is computed in the same pass; otherwise it is read. */
+  void (*rows_u8i8_scaled)(float *out, int64_t ldo, const float *xs, const float *ws, int32_t *wsum, int fresh,
+                           const uint8_t *xu, int64_t ldx, const int8_t *w, int64_t ldw, int64_t mr, int64_t nr,
+                           int64_t k);
   /* Optional GEMM microkernel over one block of k: mr (1 to 4) x MK_I8_NR dot products carried between blocks as
    * 16 int32 lanes each in `lanes` (64-byte aligned, 4 x MK_I8_NR slots; started at zero when `init`); on the last
    * block `scale` is not null and the tile's outputs are written instead, as mk_matmul_i8 scales them. */
@@ -214,9 +220,12 @@ void mk_avx512_mla_tile_bf16(int32_t *m, float *l, float *const *o, const uint32
 void mk_avx512_softmax(float *s, int64_t n, float scale);
 void mk_avx512_weighted_rows(float *o, int64_t ldo, const float *w, int64_t ldw, const float *v, int64_t ldv, int64_t mr,
                              const int64_t *counts, int64_t d, int64_t from, int64_t to);
-/* VPDPBUSD tiles (avx512_int8.c): mk_isa_avx512's dot_u8i8_tile, gemm_u8i8_tile and int8_peak_loop. */
+/* VPDPBUSD tiles (avx512_int8.c): mk_isa_avx512's dot_u8i8_tile, rows_u8i8_scaled, gemm_u8i8_tile and int8_peak_loop. */
 void mk_avx512_dot_u8i8_tile(int32_t *acc, int32_t *wsum, const uint8_t *xu, int64_t ldx, const int8_t *w, int64_t ldw,
                              int64_t mr, int64_t nr, int64_t k);
+void mk_avx512_rows_u8i8_scaled(float *out, int64_t ldo, const float *xs, const float *ws, int32_t *wsum, int fresh,
+                                const uint8_t *xu, int64_t ldx, const int8_t *w, int64_t ldw, int64_t mr, int64_t nr,
+                                int64_t k);
 void mk_avx512_gemm_u8i8_tile(int32_t *lanes, int init, const mk_i8_scale *scale, const uint8_t *xu, int64_t ldx,
                               const int8_t *w, int64_t ldw, int64_t k, int64_t mr);
 double mk_avx512_int8_peak_loop(int64_t iterations);

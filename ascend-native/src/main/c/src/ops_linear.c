@@ -316,9 +316,10 @@ static void matmul_i8_range(void *raw, int64_t o_begin, int64_t o_end) {
   int32_t acc[MK_I8_ROWS * MK_I8_NR];
   /* Few rows (decode; a routed expert's share of a batch): weight rows one after another, a single sequential
    * stream for the prefetcher, each run against up to MK_I8_ROWS activation rows while it is in L1 (one row: the
-   * GEMV, a weight row per call). More rows: 6-weight-row GEMM tiles over k blocks. */
-  int few = j->n <= I8_FEW_ROWS;
-  int64_t tile = j->n == 1 ? 1 : MK_I8_NR, pass = few ? MK_I8_ROWS : TILE;
+   * GEMV, a weight row per call; with rows_u8i8_scaled 16 rows a call, scaled in vectors: see docs/performance.md,
+   * session 17). More rows: 6-weight-row GEMM tiles over k blocks. */
+  int few = j->n <= I8_FEW_ROWS, scaled = few && j->isa->rows_u8i8_scaled != NULL;
+  int64_t tile = scaled ? 16 : j->n == 1 ? 1 : MK_I8_NR, pass = few ? MK_I8_ROWS : TILE;
   int32_t *lanes = NULL, *rowsums = malloc(sizeof(int32_t) * (size_t)(o_end - o_begin + MK_I8_NR));
   if (rowsums == NULL) abort(); /* 4 bytes a row */
   if (j->isa->gemm_u8i8_tile != NULL && !few) {
@@ -339,6 +340,11 @@ static void matmul_i8_range(void *raw, int64_t o_begin, int64_t o_end) {
       }
       for (int64_t t = t0; t < t_end; t += pass) {
         int64_t mr = t_end - t < pass ? t_end - t : pass;
+        if (scaled) {
+          j->isa->rows_u8i8_scaled(j->out + t * j->ldo + o, j->ldo, j->xs + t, j->ws + o, wsum, t == 0,
+                                   j->xu + t * j->k, j->k, w, j->ldw, mr, nr, j->k);
+          continue;
+        }
         j->isa->dot_u8i8_tile(acc, t == 0 ? wsum : NULL, j->xu + t * j->k, j->k, w, j->ldw, mr, nr, j->k);
         for (int64_t r = 0; r < mr; r++)
           for (int64_t c = 0; c < nr; c++) {
