@@ -101,6 +101,19 @@ typedef struct {
   const int32_t *wsum;
 } mk_i8_scale;
 
+#define MK_X_BLOCK 128 /* activation rows of a GEMM kept hot in L2 while all weight rows stream past */
+
+/* Part `part` of `parts` of the cache lines of `rows` weight rows. Spread over the activation tiles of one weight
+ * tile, it brings the next weight tile in while this one computes: waiting for each weight tile at its first
+ * use cost the BF16 x BF16 GEMM a third of its time, and the F32 x BF16 GEMM a sixth. */
+static inline void mk_prefetch_rows(const char *w, size_t ld_bytes, int64_t rows, size_t row_bytes, int64_t part,
+                                    int64_t parts) {
+  size_t lines = (row_bytes + 63) / 64, begin = lines * (size_t)part / (size_t)parts;
+  size_t end = lines * (size_t)(part + 1) / (size_t)parts;
+  for (int64_t r = 0; r < rows; r++)
+    for (size_t l = begin; l < end; l++) __builtin_prefetch(w + (size_t)r * ld_bytes + l * 64, 0, 3);
+}
+
 /* ---- the row kernels of one instruction set; every public op is a loop over these ---- */
 #define MK_I8_NR 6 /* weight rows per INT8 tile: 4 x 6 accumulators fill AVX-512's 32 registers */
 /* Bytes ahead of a single weight stream (GEMV, a few rows per weight row) that its kernels prefetch: with the
