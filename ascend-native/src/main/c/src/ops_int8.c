@@ -74,7 +74,8 @@ static void matmul_i8_blocked(const matmul_i8_job *j, int64_t t0, int64_t t_end,
     int last = kb + len == j->k;
     for (int64_t t = t0; t < t_end; t += 4) {
       int64_t mr = t_end - t < 4 ? t_end - t : 4;
-      if (next != NULL) mk_prefetch_rows((const char *)(next + kb), (size_t)j->ldw, MK_I8_NR, (size_t)len, (t - t0) / 4, x_tiles);
+      if (next != NULL)
+        mk_prefetch_rows((const char *)(next + kb), (size_t)j->ldw, MK_I8_NR, (size_t)len, (t - t0) / 4, x_tiles);
       mk_i8_scale scale = {j->out + t * j->ldo + o, j->ldo, j->xs + t, j->ws + o, wsum};
       j->isa->gemm_u8i8_tile(lanes + (t - t0) * MK_I8_NR * 16, kb == 0, last ? &scale : NULL, j->xu + t * j->k + kb,
                              j->k, j->w + o * j->ldw + kb, j->ldw, len, mr);

@@ -53,7 +53,7 @@ static void matmul_range(void *raw, int64_t o_begin, int64_t o_end) {
         const void *x = (const char *)j->x + (size_t)(t * j->ldx) * xsize;
         if (next_nr > 0)
           mk_prefetch_rows((const char *)w + (size_t)(nr * j->ldw) * wsize, (size_t)j->ldw * wsize, next_nr,
-                        (size_t)j->k * wsize, i, x_tiles);
+                           (size_t)j->k * wsize, i, x_tiles);
         if (j->x_bf16) j->isa->matmul_bf16_tile(j->out + t * j->ldo + o, j->ldo, x, j->ldx, w, j->ldw, mr, nr, j->k);
         else j->isa->matmul_tile(j->out + t * j->ldo + o, j->ldo, x, j->ldx, w, j->w_bf16, j->ldw, mr, nr, j->k);
       }
