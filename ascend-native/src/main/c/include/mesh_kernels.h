@@ -40,11 +40,12 @@ extern "C" {
 #define MK_ISA_AVX512 1      /* AVX-512 F/BW/VL/DQ + VNNI + BF16 */
 #define MK_ISA_AVX512_NO_BF16 2 /* AVX-512 F/BW/VL/DQ + VNNI without BF16: every op as MK_ISA_AVX512 except the
                                  * BF16 x BF16 matmul, which runs the portable C kernel */
+#define MK_ISA_AVX2 3        /* AVX2 + FMA + F16C (x86-64-v3): 256-bit kernels for CPUs without AVX-512 */
 
 typedef struct mk_context mk_context;
 
 /* A context with `threads` threads (the caller's plus threads-1 workers); `isa` = -1 picks the best the
- * CPU supports (MK_ISA_AVX512, else MK_ISA_AVX512_NO_BF16, else MK_ISA_PORTABLE), else forces that path
+ * CPU supports (MK_ISA_AVX512, else MK_ISA_AVX512_NO_BF16, else MK_ISA_AVX2, else MK_ISA_PORTABLE), else forces that path
  * (null if the CPU cannot run it). Null on failure. */
 mk_context *mk_context_create(int32_t threads, int32_t isa);
 void mk_context_destroy(mk_context *ctx);

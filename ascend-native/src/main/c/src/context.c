@@ -217,6 +217,8 @@ MK_EXPORT int32_t mk_cpu_supports(int32_t isa) {
              __builtin_cpu_supports("avx512vnni");
   if (isa == MK_ISA_AVX512_NO_BF16) return base;
   if (isa == MK_ISA_AVX512) return base && __builtin_cpu_supports("avx512bf16");
+  if (isa == MK_ISA_AVX2)
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
 #endif
   return 0;
 }
@@ -227,13 +229,16 @@ MK_EXPORT mk_context *mk_context_create(int32_t threads, int32_t isa) {
   if (threads < 1 || threads > MK_MAX_THREADS) return NULL;
   if (isa == -1)
     isa = mk_cpu_supports(MK_ISA_AVX512) ? MK_ISA_AVX512
-          : mk_cpu_supports(MK_ISA_AVX512_NO_BF16) ? MK_ISA_AVX512_NO_BF16 : MK_ISA_PORTABLE;
+          : mk_cpu_supports(MK_ISA_AVX512_NO_BF16) ? MK_ISA_AVX512_NO_BF16
+          : mk_cpu_supports(MK_ISA_AVX2)           ? MK_ISA_AVX2
+                                                   : MK_ISA_PORTABLE;
   if (!mk_cpu_supports(isa)) return NULL;
   mk_context *ctx = calloc(1, sizeof(mk_context));
   if (ctx == NULL) return NULL;
   ctx->isa = &mk_isa_portable;
 #if defined(__x86_64__)
   if (isa == MK_ISA_AVX512) ctx->isa = &mk_isa_avx512;
+  if (isa == MK_ISA_AVX2) ctx->isa = &mk_isa_avx2;
   if (isa == MK_ISA_AVX512_NO_BF16) {
     ctx->table = mk_isa_avx512;
     ctx->table.id = MK_ISA_AVX512_NO_BF16;

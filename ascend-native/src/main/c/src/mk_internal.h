@@ -126,6 +126,10 @@ static inline void mk_prefetch_rows(const char *w, size_t ld_bytes, int64_t rows
 
 typedef struct mk_isa {
   int32_t id;
+  /* When set, the A8W8 tiles take activations as the signed bytes xq themselves (not xu = xq + 128) and compute
+   * Σ xq·w directly (AVX2: |x| · sign(w, x) by VPMADDUBSW, exact for values in [-127, 127]): rows_u8i8_scaled and
+   * gemm_u8i8_tile then neither read nor write wsum, and dot_u8i8_tile is not used. */
+  int32_t i8_signed_x;
   /* out[t*ldo + o] for t < mr, o < nr: dot(x row t, w row o) over k; mr, nr <= 4. w dtype F32 or BF16. */
   void (*matmul_tile)(float *out, int64_t ldo, const float *x, int64_t ldx, const void *w, int32_t w_bf16,
                       int64_t ldw, int64_t mr, int64_t nr, int64_t k);
@@ -242,6 +246,18 @@ void mk_avx512_rows_u8i8_scaled(float *out, int64_t ldo, const float *xs, const 
 void mk_avx512_gemm_u8i8_tile(int32_t *lanes, int init, const mk_i8_scale *scale, const uint8_t *xu, int64_t ldx,
                               const int8_t *w, int64_t ldw, int64_t k, int64_t mr);
 double mk_avx512_int8_peak_loop(int64_t iterations);
+#endif
+
+#if defined(__x86_64__)
+extern const mk_isa mk_isa_avx2;
+/* AVX2 A8W8 tiles (avx2_int8.c), signed activations (i8_signed_x): mk_isa_avx2's rows_u8i8_scaled, gemm_u8i8_tile and
+ * int8_peak_loop. */
+void mk_avx2_rows_u8i8_scaled(float *out, int64_t ldo, const float *xs, const float *ws, int32_t *wsum, int fresh,
+                              const uint8_t *xq, int64_t ldx, const int8_t *w, int64_t ldw, int64_t mr, int64_t nr,
+                              int64_t k);
+void mk_avx2_gemm_u8i8_tile(int32_t *lanes, int init, const mk_i8_scale *scale, const uint8_t *xq, int64_t ldx,
+                            const int8_t *w, int64_t ldw, int64_t k, int64_t mr);
+double mk_avx2_int8_peak_loop(int64_t iterations);
 #endif
 
 struct mk_pool;

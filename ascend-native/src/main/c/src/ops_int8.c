@@ -51,12 +51,14 @@ typedef struct {
   int64_t ldo, ldw, n, k;
 } matmul_i8_job;
 
-/* xq as xu = xq + 128 (unsigned, rows packed at stride k), padded for the kernels' full-vector reads. */
-static uint8_t *to_unsigned(const int8_t *xq, int64_t ldx, int64_t n, int64_t k) {
+/* xq as the ISA's tiles take it, rows packed at stride k and padded for full-vector reads: xu = xq + 128 (unsigned),
+ * or xq itself for tiles that take signed activations (i8_signed_x). */
+static uint8_t *to_unsigned(const mk_isa *isa, const int8_t *xq, int64_t ldx, int64_t n, int64_t k) {
   uint8_t *xu = aligned_alloc(64, (size_t)((n * k + 63) / 64 * 64) + 64);
   if (xu == NULL) return NULL;
+  uint8_t bias = isa->i8_signed_x ? 0 : 128;
   for (int64_t t = 0; t < n; t++)
-    for (int64_t c = 0; c < k; c++) xu[t * k + c] = (uint8_t)(xq[t * ldx + c] + 128);
+    for (int64_t c = 0; c < k; c++) xu[t * k + c] = (uint8_t)(xq[t * ldx + c] + bias);
   return xu;
 }
 
@@ -90,8 +92,9 @@ static void matmul_i8_range(void *raw, int64_t o_begin, int64_t o_end) {
    * stream for the prefetcher, each run against up to MK_I8_ROWS activation rows while it is in L1 (one row: the
    * GEMV, a weight row per call; with rows_u8i8_scaled 16 rows a call, scaled in vectors: see docs/performance.md,
    * session 17). More rows: 6-weight-row GEMM tiles over k blocks. */
-  int few = j->n <= I8_FEW_ROWS, scaled = few && j->isa->rows_u8i8_scaled != NULL;
-  int64_t tile = scaled ? 16 : j->n == 1 ? 1 : MK_I8_NR, pass = few ? MK_I8_ROWS : I8_TILE_ROWS;
+  /* Signed-activation tiles (i8_signed_x) take every row that is not a whole GEMM tile through rows_u8i8_scaled. */
+  int few = j->n <= I8_FEW_ROWS, scaled = (few || j->isa->i8_signed_x) && j->isa->rows_u8i8_scaled != NULL;
+  int64_t tile = few && scaled ? 16 : j->n == 1 ? 1 : MK_I8_NR, pass = scaled || few ? MK_I8_ROWS : I8_TILE_ROWS;
   int32_t *lanes = NULL, *rowsums = malloc(sizeof(int32_t) * (size_t)(o_end - o_begin + MK_I8_NR));
   if (rowsums == NULL) abort(); /* 4 bytes a row */
   if (j->isa->gemm_u8i8_tile != NULL && !few) {
@@ -106,7 +109,7 @@ static void matmul_i8_range(void *raw, int64_t o_begin, int64_t o_end) {
       int32_t *wsum = rowsums + (o - o_begin);
       if (lanes != NULL && nr == MK_I8_NR) {
         /* the weight rows' sums, once (the first activation block), in a pass of their own */
-        if (t0 == 0) j->isa->dot_u8i8_tile(acc, wsum, j->xu, j->k, w, j->ldw, 0, nr, j->k);
+        if (t0 == 0 && !j->isa->i8_signed_x) j->isa->dot_u8i8_tile(acc, wsum, j->xu, j->k, w, j->ldw, 0, nr, j->k);
         matmul_i8_blocked(j, t0, t_end, o, wsum, lanes, o_end - (o + nr) >= MK_I8_NR ? w + nr * j->ldw : NULL);
         continue;
       }
@@ -135,7 +138,7 @@ MK_EXPORT int32_t mk_matmul_i8(mk_context *ctx, float *out, int64_t ldo, const i
                                int64_t k) {
   if (ctx == NULL || out == NULL || xq == NULL || xs == NULL || w == NULL || ws == NULL) return MK_E_NULL;
   if (n < 0 || m < 0 || k < 0 || ldo < m || ldx < k || ldw < k) return MK_E_SHAPE;
-  uint8_t *xu = to_unsigned(xq, ldx, n, k);
+  uint8_t *xu = to_unsigned(ctx->isa, xq, ldx, n, k);
   if (xu == NULL) return MK_E_NOMEM;
   matmul_i8_job j = {ctx->isa, out, xu, xs, w, ws, ldo, ldw, n, k};
   mk_parallel_for(ctx, m, 2 * MK_I8_NR, m * k + n * m * k / 8, matmul_i8_range, &j);
@@ -179,7 +182,7 @@ MK_EXPORT int32_t mk_matmul_i8_grouped(mk_context *ctx, float *out, int64_t ldo,
   }
   int64_t n = row_offsets[groups];
   if (used == 0 || m == 0) return MK_OK;
-  uint8_t *xu = to_unsigned(xq, ldx, n, k);
+  uint8_t *xu = to_unsigned(ctx->isa, xq, ldx, n, k);
   matmul_i8_job *jobs = malloc(sizeof(matmul_i8_job) * (size_t)used);
   if (xu == NULL || jobs == NULL) {
     free(xu);
