@@ -258,6 +258,14 @@ void mk_avx2_rows_u8i8_scaled(float *out, int64_t ldo, const float *xs, const fl
 void mk_avx2_gemm_u8i8_tile(int32_t *lanes, int init, const mk_i8_scale *scale, const uint8_t *xq, int64_t ldx,
                             const int8_t *w, int64_t ldw, int64_t k, int64_t mr);
 double mk_avx2_int8_peak_loop(int64_t iterations);
+/* AVX2 BF16 x BF16 tiles (avx2_bf16.c): mk_isa_avx2's matmul_bf16_tile, gemv_bf16_rows and heads_km units. */
+void mk_avx2_matmul_bf16_tile(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, const uint16_t *w, int64_t ldw,
+                              int64_t mr, int64_t nr, int64_t k);
+void mk_avx2_gemv_bf16_rows(float *out, const uint16_t *x, const uint16_t *w, int64_t ldw, int64_t k);
+void mk_avx2_heads_km_bf16_unit(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, const uint16_t *w, int64_t ldw,
+                                int64_t n, int64_t m, int64_t k, uint32_t *wt);
+void mk_avx2_heads_km_bf16_pairs(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, int64_t n, int64_t m, int64_t k,
+                                 const uint32_t *wt);
 #endif
 
 struct mk_pool;

@@ -6,7 +6,7 @@ import java.lang.System.Logger.Level;
 public enum KernelBackend {
   /** Plain scalar Java: the spec, slow, always available. */
   REFERENCE,
-  /** C with AVX-512 (VNNI, BF16) or portable paths, through the FFM API. */
+  /** C with AVX-512 (VNNI, BF16), AVX2 or portable paths, through the FFM API. */
   NATIVE;
 
   private static final System.Logger LOG = System.getLogger(KernelBackend.class.getName());
@@ -18,7 +18,12 @@ public enum KernelBackend {
   public Kernels open(int threads) {
     if (this == REFERENCE) return new ReferenceKernels();
     try {
-      return NativeKernels.create(threads);
+      NativeKernels kernels = NativeKernels.create(threads);
+      LOG.log(Level.INFO, "kernels: " + kernels.name() + " (" + NativeKernels.requestedIsa().map(i -> "forced by " + NativeKernels.ISA_VARIABLE)
+          .orElse("the best this CPU runs") + ")");
+      return kernels;
+    } catch (KernelException | IllegalArgumentException e) { // a path the CPU lacks, or a typo in the setting: not a fallback
+      throw e;
     } catch (LinkageError | RuntimeException e) { // a missing library surfaces as an initializer or link error
       LOG.log(Level.WARNING, "native kernels unavailable (" + e.getMessage() + "); falling back to reference kernels, which are much slower");
       return new ReferenceKernels();

@@ -21,7 +21,37 @@ public final class NativeKernels extends ValidatingKernels implements AutoClosea
      * AVX-512 F/BW/VL/DQ with VNNI but without BF16 (e.g. Ice Lake): every op as {@link #AVX512} except the
      * BF16 × BF16 matmul, which runs the portable C.
      */
-    AVX512_NO_BF16
+    AVX512_NO_BF16,
+    /** AVX2 with FMA and F16C (x86-64-v3: Haswell, Zen 1 and later): 256-bit kernels for CPUs without AVX-512. */
+    AVX2;
+
+    /** The name users write: {@code avx512}, {@code avx512-no-bf16}, {@code avx2}, {@code portable}. */
+    public String key() {
+      return name().toLowerCase(java.util.Locale.ROOT).replace('_', '-');
+    }
+
+    /** Parses {@link #key()} (any case, {@code _} for {@code -} too), with a clear error otherwise. */
+    public static Isa parse(String value) {
+      String key = value.trim().toLowerCase(java.util.Locale.ROOT).replace('_', '-');
+      for (Isa isa : values()) if (isa.key().equals(key)) return isa;
+      throw new IllegalArgumentException("kernel path must be one of auto, avx512, avx512-no-bf16, avx2, portable; got '" + value + "'");
+    }
+  }
+
+  /** The system property that forces a kernel path for {@link #create(int)}: a path's {@link Isa#key()}, or auto. */
+  public static final String ISA_PROPERTY = "moemesh.kernels.isa";
+  /** The environment variable that does the same where the property is not set. */
+  public static final String ISA_VARIABLE = "MOEMESH_KERNELS_ISA";
+
+  /**
+   * The path {@link #ISA_PROPERTY} or {@link #ISA_VARIABLE} forces, if any ({@code auto} or blank: none). A value that
+   * names no path throws, so a typo never runs a path nobody asked for.
+   */
+  public static java.util.Optional<Isa> requestedIsa() {
+    String value = System.getProperty(ISA_PROPERTY);
+    if (value == null || value.isBlank()) value = System.getenv(ISA_VARIABLE);
+    if (value == null || value.isBlank() || value.trim().equalsIgnoreCase("auto")) return java.util.Optional.empty();
+    return java.util.Optional.of(Isa.parse(value));
   }
 
   private final MemorySegment context;
@@ -34,9 +64,12 @@ public final class NativeKernels extends ValidatingKernels implements AutoClosea
     this.threads = threads;
   }
 
-  /** The best path this CPU supports, on {@code threads} threads. */
+  /**
+   * The path {@link #requestedIsa()} names, else the best this CPU supports, on {@code threads} threads. A forced path
+   * the CPU cannot run fails here, saying so.
+   */
   public static NativeKernels create(int threads) {
-    return open(threads, -1);
+    return open(threads, requestedIsa().map(Isa::ordinal).orElse(-1));
   }
 
   /** A given path (e.g. to test the portable C on an AVX-512 machine); fails if the CPU lacks it. */
@@ -63,7 +96,7 @@ public final class NativeKernels extends ValidatingKernels implements AutoClosea
     try {
       MemorySegment ctx = (MemorySegment) NativeOps.CONTEXT_CREATE.invokeExact(threads, isa);
       if (ctx.equals(MemorySegment.NULL))
-        throw new KernelException("create", "no native context for " + threads + " threads and path " + (isa < 0 ? "auto" : Isa.values()[isa]) + " on this CPU");
+        throw new KernelException("create", "no native context for " + threads + " threads and path " + (isa < 0 ? "auto" : Isa.values()[isa].key()) + " on this CPU");
       int chosen = (int) NativeOps.CONTEXT_ISA.invokeExact(ctx);
       return new NativeKernels(ctx, Isa.values()[chosen], threads);
     } catch (Throwable t) {
@@ -73,7 +106,7 @@ public final class NativeKernels extends ValidatingKernels implements AutoClosea
 
   @Override
   public String name() {
-    return "native-" + isa.name().toLowerCase(java.util.Locale.ROOT) + "-" + threads + "t";
+    return "native-" + isa.key() + "-" + threads + "t";
   }
 
   public Isa isa() {

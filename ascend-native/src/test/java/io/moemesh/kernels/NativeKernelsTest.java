@@ -55,6 +55,24 @@ class NativeKernelsTest {
 
   @Nested
   @TestInstance(TestInstance.Lifecycle.PER_CLASS)
+  class Avx2Path extends KernelsContract {
+    private final NativeKernels kernels = NativeKernels.cpuSupports(NativeKernels.Isa.AVX2)
+        ? NativeKernels.create(2, NativeKernels.Isa.AVX2) : null;
+
+    @Override
+    Kernels kernels() {
+      assumeTrue(kernels != null, "this CPU has no AVX2 + FMA + F16C");
+      return kernels;
+    }
+
+    @AfterAll
+    void close() {
+      if (kernels != null) kernels.close();
+    }
+  }
+
+  @Nested
+  @TestInstance(TestInstance.Lifecycle.PER_CLASS)
   class PortablePath extends KernelsContract {
     private final NativeKernels kernels = NativeKernels.create(2, NativeKernels.Isa.PORTABLE);
 
@@ -253,8 +271,40 @@ class NativeKernelsTest {
         assertThat(kernels.name()).startsWith("native-").endsWith("-2t");
         var best = NativeKernels.cpuSupports(NativeKernels.Isa.AVX512) ? NativeKernels.Isa.AVX512
             : NativeKernels.cpuSupports(NativeKernels.Isa.AVX512_NO_BF16) ? NativeKernels.Isa.AVX512_NO_BF16
+            : NativeKernels.cpuSupports(NativeKernels.Isa.AVX2) ? NativeKernels.Isa.AVX2
             : NativeKernels.Isa.PORTABLE;
         assertThat(kernels.isa()).isEqualTo(best);
+      }
+    }
+
+    /** MOEMESH_KERNELS_ISA's property form picks the path of create(threads); auto or unset picks the best. */
+    @Test
+    void theRequestedPathIsTheOneThatRunsAndATypoIsAnError() {
+      String before = System.getProperty(NativeKernels.ISA_PROPERTY);
+      try {
+        System.setProperty(NativeKernels.ISA_PROPERTY, "portable");
+        try (var kernels = NativeKernels.create(1)) {
+          assertThat(kernels.isa()).isEqualTo(NativeKernels.Isa.PORTABLE);
+          assertThat(kernels.name()).isEqualTo("native-portable-1t");
+        }
+        System.setProperty(NativeKernels.ISA_PROPERTY, "AVX512_no_bf16");
+        assertThat(NativeKernels.requestedIsa()).contains(NativeKernels.Isa.AVX512_NO_BF16);
+        System.setProperty(NativeKernels.ISA_PROPERTY, "auto");
+        assertThat(NativeKernels.requestedIsa()).isEmpty();
+        System.setProperty(NativeKernels.ISA_PROPERTY, "avx3");
+        assertThatThrownBy(NativeKernels::requestedIsa).isInstanceOf(IllegalArgumentException.class)
+            .hasMessageContaining("avx3").hasMessageContaining("avx2");
+        for (var isa : NativeKernels.Isa.values()) {
+          System.setProperty(NativeKernels.ISA_PROPERTY, isa.key());
+          if (NativeKernels.cpuSupports(isa))
+            try (var kernels = NativeKernels.create(1)) {
+              assertThat(kernels.isa()).isEqualTo(isa);
+            }
+          else assertThatThrownBy(() -> NativeKernels.create(1)).isInstanceOf(KernelException.class).hasMessageContaining(isa.key());
+        }
+      } finally {
+        if (before == null) System.clearProperty(NativeKernels.ISA_PROPERTY);
+        else System.setProperty(NativeKernels.ISA_PROPERTY, before);
       }
     }
 
@@ -265,7 +315,7 @@ class NativeKernelsTest {
       if (NativeKernels.cpuHasAvx512()) assertThat(NativeKernels.cpuSupports(NativeKernels.Isa.AVX512_NO_BF16)).isTrue();
       for (var isa : NativeKernels.Isa.values()) {
         if (!NativeKernels.cpuSupports(isa)) {
-          assertThatThrownBy(() -> NativeKernels.create(1, isa)).isInstanceOf(KernelException.class).hasMessageContaining(isa.name());
+          assertThatThrownBy(() -> NativeKernels.create(1, isa)).isInstanceOf(KernelException.class).hasMessageContaining(isa.key());
           continue;
         }
         try (var kernels = NativeKernels.create(1, isa)) {

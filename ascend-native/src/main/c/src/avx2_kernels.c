@@ -1,0 +1,367 @@
+/* AVX2 + FMA row kernels (x86-64-v3: Haswell, Zen 1 and later), chosen at run time on CPUs without AVX-512; the BF16
+ * tiles are in avx2_bf16.c, the INT8 tiles in avx2_int8.c.
+ *
+ * Reduction order is fixed per output element, as in the AVX-512 kernels: one 8-lane accumulator walked over k in
+ * register-sized chunks, the tail loaded under a mask, then hsum8's fixed tree. Tiles of several rows only run
+ * several such accumulators side by side, so a row's result is the same in a GEMV or a GEMM, on one thread or many. */
+#include "mk_internal.h"
+
+#include <immintrin.h>
+#include <math.h>
+
+#include "avx2_math.h"
+
+#define INLINE static inline __attribute__((always_inline))
+
+/* ---- F32 x F32|BF16 matmul tile ----
+ * A chain per output: for F32 weights acc += x[j:j+8] · w[j:j+8] per 8 elements; for BF16 weights per full 16 elements
+ * acc += xe · we, then acc += xo · wo (the even and odd elements, widened without shuffles; x comes pre-split to match,
+ * prepare_x_bf16), the rest 8 at a time. Tiles of up to 2 x 4 outputs: 8 accumulators and the weights fit the 16
+ * registers. */
+INLINE void tile_f32(float *out, int64_t ldo, const float *x, int64_t ldx, const void *w, const int w_bf16, int64_t ldw,
+                     const int MR, const int NR, int64_t k) {
+  __m256 acc[2][4];
+  for (int t = 0; t < MR; t++)
+    for (int o = 0; o < NR; o++) acc[t][o] = _mm256_setzero_ps();
+  int64_t j = 0;
+  if (w_bf16)
+    for (; j + 16 <= k; j += 16) {
+      __m256 we[4], wo[4];
+      for (int o = 0; o < NR; o++) {
+        __m256i raw = _mm256_loadu_si256((const __m256i *)((const uint16_t *)w + o * ldw + j));
+        we[o] = bf16_even(raw), wo[o] = bf16_odd(raw);
+      }
+      for (int t = 0; t < MR; t++) {
+        __m256 xe = _mm256_loadu_ps(x + t * ldx + j), xo = _mm256_loadu_ps(x + t * ldx + j + 8);
+        for (int o = 0; o < NR; o++) acc[t][o] = _mm256_fmadd_ps(xo, wo[o], _mm256_fmadd_ps(xe, we[o], acc[t][o]));
+      }
+    }
+  for (; j < k; j += 8) {
+    __m256 wv[4];
+    for (int o = 0; o < NR; o++)
+      wv[o] = w_bf16 ? load_bf16x8((const uint16_t *)w + o * ldw + j, k - j) : load8((const float *)w + o * ldw + j, k - j);
+    for (int t = 0; t < MR; t++) {
+      __m256 xv = load8(x + t * ldx + j, k - j);
+      for (int o = 0; o < NR; o++) acc[t][o] = _mm256_fmadd_ps(xv, wv[o], acc[t][o]);
+    }
+  }
+  for (int t = 0; t < MR; t++) {
+    if (NR == 4) _mm_storeu_ps(out + t * ldo, hsum8x4(acc[t][0], acc[t][1], acc[t][2], acc[t][3]));
+    else
+      for (int o = 0; o < NR; o++) out[t * ldo + o] = hsum8(acc[t][o]);
+  }
+}
+
+/* x for BF16 weights: each full 16-element chunk as its 8 even then its 8 odd elements; the tail as is. */
+static void prepare_x_bf16(float *xp, const float *x, int64_t k) {
+  int64_t j = 0;
+  for (; j + 16 <= k; j += 16)
+    for (int i = 0; i < 8; i++) {
+      xp[j + i] = x[j + 2 * i];
+      xp[j + 8 + i] = x[j + 2 * i + 1];
+    }
+  for (; j < k; j++) xp[j] = x[j];
+}
+
+static void matmul_tile(float *out, int64_t ldo, const float *x, int64_t ldx, const void *w, int32_t w_bf16,
+                        int64_t ldw, int64_t mr, int64_t nr, int64_t k) {
+  size_t wsize = w_bf16 ? 2 : 4;
+  for (int64_t t = 0; t < mr; t += 2) {
+    const float *xt = x + t * ldx;
+    float *ot = out + t * ldo;
+    if (mr - t >= 2 && nr == 4) { /* BF16 weights in 2 x 2 halves: their even and odd registers take twice the room */
+      if (w_bf16) {
+        tile_f32(ot, ldo, xt, ldx, w, 1, ldw, 2, 2, k);
+        tile_f32(ot + 2, ldo, xt, ldx, (const uint16_t *)w + 2 * ldw, 1, ldw, 2, 2, k);
+      } else tile_f32(ot, ldo, xt, ldx, w, 0, ldw, 2, 4, k);
+      continue;
+    }
+    if (mr - t == 1 && nr == 4 && !w_bf16) {
+      tile_f32(ot, ldo, xt, ldx, w, 0, ldw, 1, 4, k);
+      continue;
+    }
+    for (int64_t r = t; r < mr && r < t + 2; r++)
+      for (int64_t o = 0; o < nr; o++) {
+        const void *wo = (const char *)w + (size_t)(o * ldw) * wsize;
+        if (w_bf16) tile_f32(out + r * ldo + o, ldo, x + r * ldx, ldx, wo, 1, ldw, 1, 1, k);
+        else tile_f32(out + r * ldo + o, ldo, x + r * ldx, ldx, wo, 0, ldw, 1, 1, k);
+      }
+  }
+}
+
+/* ---- F32 <-> BF16: mk_f32_to_bf16 in integer lanes (subnormals rounded, NaN made quiet) ---- */
+INLINE __m128i f32_to_bf16_8(__m256i bits) {
+  __m256i high = _mm256_srli_epi32(bits, 16);
+  __m256i lsb = _mm256_and_si256(high, _mm256_set1_epi32(1));
+  __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(bits, _mm256_set1_epi32(0x7FFF)), lsb), 16);
+  __m256i magnitude = _mm256_and_si256(bits, _mm256_set1_epi32(0x7FFFFFFF));
+  __m256i nan = _mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7F800000)); /* both positive: signed compare */
+  rounded = _mm256_blendv_epi8(rounded, _mm256_or_si256(high, _mm256_set1_epi32(0x0040)), nan);
+  __m256i packed = _mm256_packus_epi32(rounded, rounded); /* lanes hold <= 0xFFFF: no saturation */
+  return _mm256_castsi256_si128(_mm256_permute4x64_epi64(packed, _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
+static void f32_to_bf16(uint16_t *out, const float *in, int64_t n) {
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) _mm_storeu_si128((__m128i *)(out + j), f32_to_bf16_8(_mm256_loadu_si256((const __m256i *)(in + j))));
+  for (; j < n; j++) out[j] = mk_f32_to_bf16(in[j]);
+}
+
+static void bf16_to_f32(float *out, const uint16_t *in, int64_t n) {
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) _mm256_storeu_ps(out + j, load_bf16x8(in + j, 8));
+  for (; j < n; j++) out[j] = mk_bf16_to_f32(in[j]);
+}
+
+/* ---- per-row INT8 quantization ---- */
+INLINE __m256 load_row(const void *x, int32_t x_bf16, int64_t j, int64_t n) {
+  return x_bf16 ? load_bf16x8((const uint16_t *)x + j, n) : load8((const float *)x + j, n);
+}
+
+static void quantize_row(int8_t *q, float *scale, const void *x, int32_t x_bf16, int64_t k) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256 amax = _mm256_setzero_ps();
+  for (int64_t j = 0; j < k; j += 8) amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, load_row(x, x_bf16, j, k - j)));
+  __m128 h = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+  float a = _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
+  __m256 inv = _mm256_set1_ps(a == 0 ? 0 : 127.0f / a);
+  const __m256i lo = _mm256_set1_epi32(-127), hi = _mm256_set1_epi32(127);
+  for (int64_t j = 0; j < k; j += 8) {
+    /* cvtps rounds to nearest even under the default MXCSR, as rintf */
+    __m256i v = _mm256_cvtps_epi32(_mm256_mul_ps(load_row(x, x_bf16, j, k - j), inv));
+    v = _mm256_min_epi32(_mm256_max_epi32(v, lo), hi);
+    __m128i w16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    __m128i bytes = _mm_packs_epi16(w16, w16);
+    if (k - j >= 8) _mm_storel_epi64((__m128i *)(q + j), bytes);
+    else {
+      int8_t buf[16];
+      _mm_storeu_si128((__m128i *)buf, bytes);
+      memcpy(q + j, buf, (size_t)(k - j));
+    }
+  }
+  *scale = a / 127.0f;
+}
+
+/* ---- elementwise ---- */
+static float sum_squares(const float *x, int64_t d) {
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t j = 0; j < d; j += 8) {
+    __m256 v = load8(x + j, d - j);
+    acc = _mm256_fmadd_ps(v, v, acc);
+  }
+  return hsum8(acc);
+}
+
+static void scale_mul(float *out, const float *x, float r, const float *weight, int64_t d) {
+  __m256 rv = _mm256_set1_ps(r);
+  for (int64_t j = 0; j < d; j += 8)
+    store8(out + j, _mm256_mul_ps(_mm256_mul_ps(load8(x + j, d - j), rv), load8(weight + j, d - j)), d - j);
+}
+
+static void silu_mul(float *out, const float *gate, const float *up, int64_t d) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  for (int64_t j = 0; j < d; j += 8) {
+    __m256 g = load8(gate + j, d - j);
+    __m256 s = _mm256_div_ps(g, _mm256_add_ps(one, exp_ps(_mm256_sub_ps(_mm256_setzero_ps(), g))));
+    store8(out + j, _mm256_mul_ps(s, load8(up + j, d - j)), d - j);
+  }
+}
+
+static void axpy(float *out, float w, const float *y, int64_t d) {
+  __m256 wv = _mm256_set1_ps(w);
+  for (int64_t j = 0; j < d; j += 8)
+    store8(out + j, _mm256_add_ps(load8(out + j, d - j), _mm256_mul_ps(wv, load8(y + j, d - j))), d - j);
+}
+
+static float dot_f32(const float *a, const float *b, int64_t d) {
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t j = 0; j < d; j += 8) acc = _mm256_fmadd_ps(load8(a + j, d - j), load8(b + j, d - j), acc);
+  return hsum8(acc);
+}
+
+/* ---- MLA decode on F32 rows (mla.c converts each block of latent rows once for all heads) ----
+ * Scores 8 positions at a time: one accumulator per position, each query chunk loaded once. */
+static void mla_scores(float *s, const float *ql, const float *qr, const float *kv, int64_t count, int64_t width,
+                       int64_t rank, float scale) {
+  for (int64_t p0 = 0; p0 < count; p0 += 8) {
+    int64_t np = count - p0 < 8 ? count - p0 : 8;
+    __m256 acc[8];
+    for (int p = 0; p < 8; p++) acc[p] = _mm256_setzero_ps();
+    for (int part = 0; part < 2; part++) { /* c_kv against q_latent, then k_pe against q_rope */
+      const float *q = part == 0 ? ql : qr;
+      int64_t base = part == 0 ? 0 : rank, len = part == 0 ? rank : width - rank;
+      for (int64_t c = 0; c < len; c += 8) {
+        __m256 qv = load8(q + c, len - c);
+        const float *row = kv + p0 * width + base + c;
+        for (int64_t p = 0; p < np; p++) acc[p] = _mm256_fmadd_ps(qv, load8(row + p * width, len - c), acc[p]);
+      }
+    }
+    for (int64_t p = 0; p < np; p++) s[p0 + p] = hsum8(acc[p]) * scale;
+  }
+}
+
+/* o += Σ_p prob[p] · c_kv[p]: each 32-wide slice of o is loaded and stored once for the whole block. */
+static void mla_accumulate(float *o, const float *prob, const float *kv, int64_t count, int64_t width, int64_t rank) {
+  for (int64_t c = 0; c < rank; c += 32) {
+    __m256 o0 = load8(o + c, rank - c), o1 = load8(o + c + 8, rank - c - 8), o2 = load8(o + c + 16, rank - c - 16),
+           o3 = load8(o + c + 24, rank - c - 24);
+    for (int64_t p = 0; p < count; p++) {
+      const float *row = kv + p * width + c;
+      __m256 w = _mm256_set1_ps(prob[p]);
+      o0 = _mm256_fmadd_ps(w, load8(row, rank - c), o0);
+      o1 = _mm256_fmadd_ps(w, load8(row + 8, rank - c - 8), o1);
+      o2 = _mm256_fmadd_ps(w, load8(row + 16, rank - c - 16), o2);
+      o3 = _mm256_fmadd_ps(w, load8(row + 24, rank - c - 24), o3);
+    }
+    store8(o + c, o0, rank - c), store8(o + c + 8, o1, rank - c - 8);
+    store8(o + c + 16, o2, rank - c - 16), store8(o + c + 24, o3, rank - c - 24);
+  }
+}
+
+static float exp2_sum(float *s, int64_t count, float m) {
+  __m256 mv = _mm256_set1_ps(m), w0 = exp2_ps(_mm256_sub_ps(load8(s, count), mv));
+  __m256 w1 = exp2_ps(_mm256_sub_ps(load8(s + 8, count - 8), mv));
+  w0 = _mm256_and_ps(w0, _mm256_castsi256_ps(mask8(count)));
+  w1 = _mm256_and_ps(w1, _mm256_castsi256_ps(mask8(count - 8)));
+  store8(s, w0, count);
+  if (count > 8) store8(s + 8, w1, count - 8);
+  return hsum8(_mm256_add_ps(w0, w1));
+}
+
+/* ---- the prompt attention's row kernels ----
+ * s = softmax(s · scale): the max of the scaled scores, e^(s - max) by exp_ps, their sum in 8 lanes (hsum8's tree),
+ * then each weight divided by it. */
+static void softmax(float *s, int64_t n, float scale) {
+  __m256 sc = _mm256_set1_ps(scale), top = _mm256_set1_ps(-INFINITY);
+  for (int64_t j = 0; j < n; j += 8) {
+    __m256 v = _mm256_mul_ps(load8(s + j, n - j), sc);
+    store8(s + j, v, n - j);
+    top = _mm256_max_ps(top, _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), v, _mm256_castsi256_ps(mask8(n - j))));
+  }
+  __m128 h = _mm_max_ps(_mm256_castps256_ps128(top), _mm256_extractf128_ps(top, 1));
+  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+  __m256 max = _mm256_set1_ps(_mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)))), sum = _mm256_setzero_ps();
+  for (int64_t j = 0; j < n; j += 8) {
+    __m256 e = exp_ps(_mm256_sub_ps(load8(s + j, n - j), max));
+    e = _mm256_and_ps(e, _mm256_castsi256_ps(mask8(n - j)));
+    store8(s + j, e, n - j);
+    sum = _mm256_add_ps(sum, e);
+  }
+  __m256 total = _mm256_set1_ps(hsum8(sum));
+  for (int64_t j = 0; j < n; j += 8) store8(s + j, _mm256_div_ps(load8(s + j, n - j), total), n - j);
+}
+
+/* MR rows' outputs over the 16 columns at c, positions [from, to): the positions all MR rows see with 2 values loaded
+ * once for MR rows, then each row's own last positions. Either way acc += w_r[p] · v_p[c + 8z] in position order
+ * (fused multiply-adds), started at zero when from is 0, else at what o holds. */
+INLINE void rows_chunk(float *o, int64_t ldo, const float *w, int64_t ldw, const float *v, int64_t ldv, const int MR,
+                       const int64_t *counts, int64_t c, int64_t d, int64_t from, int64_t to) {
+  int64_t n0 = d - c, n1 = d - c - 8, common = to;
+  for (int r = 0; r < MR; r++) common = counts[r] < common ? counts[r] : common;
+  if (common < from) common = from;
+  __m256 a[4][2];
+  for (int r = 0; r < MR; r++) {
+    const float *in = o + r * ldo + c;
+    a[r][0] = from > 0 ? load8(in, n0) : _mm256_setzero_ps();
+    a[r][1] = from > 0 ? load8(in + 8, n1) : _mm256_setzero_ps();
+  }
+  for (int64_t p = from; p < common; p++) {
+    const float *vp = v + p * ldv + c;
+    __m256 v0 = load8(vp, n0), v1 = load8(vp + 8, n1);
+    for (int r = 0; r < MR; r++) {
+      __m256 wr = _mm256_broadcast_ss(w + r * ldw + p);
+      a[r][0] = _mm256_fmadd_ps(wr, v0, a[r][0]), a[r][1] = _mm256_fmadd_ps(wr, v1, a[r][1]);
+    }
+  }
+  for (int r = 0; r < MR; r++) {
+    int64_t end = counts[r] < to ? counts[r] : to;
+    for (int64_t p = common; p < end; p++) {
+      const float *vp = v + p * ldv + c;
+      __m256 wr = _mm256_broadcast_ss(w + r * ldw + p);
+      a[r][0] = _mm256_fmadd_ps(wr, load8(vp, n0), a[r][0]), a[r][1] = _mm256_fmadd_ps(wr, load8(vp + 8, n1), a[r][1]);
+    }
+    float *out = o + r * ldo + c;
+    store8(out, a[r][0], n0);
+    if (n1 > 0) store8(out + 8, a[r][1], n1);
+  }
+}
+
+static void weighted_rows(float *o, int64_t ldo, const float *w, int64_t ldw, const float *v, int64_t ldv, int64_t mr,
+                          const int64_t *counts, int64_t d, int64_t from, int64_t to) {
+  for (int64_t c = 0; c < d; c += 16) switch (mr) {
+      case 4: rows_chunk(o, ldo, w, ldw, v, ldv, 4, counts, c, d, from, to); break;
+      case 3: rows_chunk(o, ldo, w, ldw, v, ldv, 3, counts, c, d, from, to); break;
+      case 2: rows_chunk(o, ldo, w, ldw, v, ldv, 2, counts, c, d, from, to); break;
+      default:
+        for (int64_t r = 0; r < mr; r++) rows_chunk(o + r * ldo, ldo, w + r * ldw, ldw, v, ldv, 1, counts + r, c, d, from, to);
+    }
+}
+
+/* Two passes: the max (and whether any lane was NaN or +inf), then the first lane equal to it; -0 equals +0, as the
+ * portable loop's comparisons have it. */
+static int32_t argmax(const float *x, int64_t d) {
+  const __m256 none = _mm256_set1_ps(-INFINITY), inf = _mm256_set1_ps(INFINITY);
+  __m256 top = none, bad = _mm256_setzero_ps();
+  for (int64_t j = 0; j < d; j += 8) {
+    __m256 v = _mm256_blendv_ps(none, load8(x + j, d - j), _mm256_castsi256_ps(mask8(d - j)));
+    bad = _mm256_or_ps(bad, _mm256_or_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q), _mm256_cmp_ps(v, inf, _CMP_EQ_OQ)));
+    top = _mm256_max_ps(top, v);
+  }
+  __m128 h = _mm_max_ps(_mm256_castps256_ps128(top), _mm256_extractf128_ps(top, 1));
+  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+  float max = _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
+  if (_mm256_movemask_ps(bad) || max == -INFINITY) return -1;
+  __m256 mv = _mm256_set1_ps(max);
+  for (int64_t j = 0; j < d; j += 8) {
+    int hit = _mm256_movemask_ps(_mm256_cmp_ps(load8(x + j, d - j), mv, _CMP_EQ_OQ)) & ((1 << (d - j < 8 ? d - j : 8)) - 1);
+    if (hit) return (int32_t)(j + __builtin_ctz((unsigned)hit));
+  }
+  return -1; /* not reached: max is one of the values */
+}
+
+/* Twelve independent FMA chains in registers, the rate of the BF16 kernels here (a BF16 multiply-add is an F32 FMA
+ * lane after a shift): 12 · 8 multiply-adds = 192 ops per iteration. */
+static double bf16_peak_loop(int64_t iterations) {
+  __m256 acc[12];
+  __m256 a = _mm256_set1_ps(1.0f), b = _mm256_set1_ps(0x1p-7f);
+  for (int c = 0; c < 12; c++) acc[c] = _mm256_set1_ps((float)c);
+  for (int64_t i = 0; i < iterations; i++) {
+    for (int c = 0; c < 12; c++) acc[c] = _mm256_fmadd_ps(a, b, acc[c]);
+    __asm__ volatile("" : "+x"(a), "+x"(b));
+  }
+  __m256 total = acc[0];
+  for (int c = 1; c < 12; c++) total = _mm256_add_ps(total, acc[c]);
+  volatile float sink = hsum8(total);
+  (void)sink;
+  return (double)iterations * 12 * 8 * 2;
+}
+
+const mk_isa mk_isa_avx2 = {
+    .id = MK_ISA_AVX2,
+    .i8_signed_x = 1,
+    .matmul_tile = matmul_tile,
+    .matmul_bf16_tile = mk_avx2_matmul_bf16_tile,
+    .prepare_x_bf16 = prepare_x_bf16,
+    .gemv_bf16_rows = mk_avx2_gemv_bf16_rows,
+    .heads_km_bf16_unit = mk_avx2_heads_km_bf16_unit,
+    .heads_km_bf16_pairs = mk_avx2_heads_km_bf16_pairs,
+    .rows_u8i8_scaled = mk_avx2_rows_u8i8_scaled,
+    .gemm_u8i8_tile = mk_avx2_gemm_u8i8_tile,
+    .f32_to_bf16 = f32_to_bf16,
+    .bf16_to_f32 = bf16_to_f32,
+    .quantize_row = quantize_row,
+    .sum_squares = sum_squares,
+    .scale_mul = scale_mul,
+    .silu_mul = silu_mul,
+    .axpy = axpy,
+    .dot_f32 = dot_f32,
+    .mla_scores = mla_scores,
+    .mla_accumulate = mla_accumulate,
+    .exp2_sum = exp2_sum,
+    .softmax = softmax,
+    .weighted_rows = weighted_rows,
+    .argmax = argmax,
+    .int8_peak_loop = mk_avx2_int8_peak_loop,
+    .bf16_peak_loop = bf16_peak_loop,
+};
