@@ -64,6 +64,10 @@ double mk_int8_peak_ops(mk_context *ctx, int64_t iterations);
  * BF16 matmuls and of MLA decode. */
 double mk_bf16_peak_ops(mk_context *ctx, int64_t iterations);
 
+/* STREAM's triad a[i] = b[i] + s·c[i] for i < n on the context's threads (12 bytes an element by STREAM's count); the
+ * caller times it: the memory bandwidth the benchmarks' rooflines use. */
+int32_t mk_stream_triad(mk_context *ctx, float *a, const float *b, const float *c, int64_t n, float s);
+
 /* out(n,m) F32 = x(n,k) · w(m,k)ᵀ: out[t][o] = Σ_j x[t][j]·w[o][j], one fixed order per element whatever n.
  *  - x MK_F32, w MK_F32 or MK_BF16 (BF16 upcast exactly): F32 multiply-adds.
  *  - x MK_BF16, w MK_BF16: every product exact, summed in F32 (AVX512-BF16 VDPBF16PS where the path has it;

@@ -1,32 +1,269 @@
-/* AVX2 tiles of the A8W8 matmul on signed activations (mk_isa.i8_signed_x). Scalar stand-ins: the vector tiles replace
- * them. */
+/* AVX2 tiles of the A8W8 matmul on signed activations (mk_isa.i8_signed_x). Without VNNI a 32-byte step of one
+ * (activation row, weight row) pair is VPSIGNB + VPMADDUBSW + VPMADDWD + VPADDD: |w| · sign(x, w) multiplies
+ * unsigned by signed bytes, exact since a pair of products is at most 2 · 127 · 127 < 32767, then the int16 pairs
+ * widen into int32 lanes. Integer sums are exact, so every tile shape and blocking gives the same bits. */
 #include "mk_internal.h"
 
+#include <immintrin.h>
+#include <string.h>
+
+#define INLINE static inline __attribute__((always_inline))
+
+/* acc += Σ x·w over 32 bytes, 8 int32 lanes; wa = |w| (shared by every activation row against w). The add in
+ * inline assembly: GCC 12 otherwise adds into a fresh register and copies it back to the accumulator each step. */
+INLINE __m256i dot32(__m256i acc, __m256i wa, __m256i w, __m256i x, __m256i ones) {
+  __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(wa, _mm256_sign_epi8(x, w)), ones);
+  __asm__("vpaddd %1, %0, %0" : "+x"(acc) : "x"(p));
+  return acc;
+}
+
+/* Lanes 0xff from 32 - rem on: and-ed into a weight vector loaded to end at the row's end, it keeps the rem bytes
+ * not yet summed (a zero weight byte adds 0 whatever the activation byte). */
+static const int8_t tail_mask[64] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                                     -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
+
+/* Where the last k % 32 bytes are read: weights never past a row's end (rows may end at a page), so a vector that
+ * ends at the row's end with the bytes already summed masked off; rows shorter than 32 bytes through a zero-padded
+ * copy. Activations are padded by the caller (to_unsigned), so their 32-byte reads may run past k. */
+typedef struct {
+  int64_t j;    /* offset of the tail's vector in both rows */
+  __m256i mask; /* and-ed into the weights */
+} tail32;
+
+INLINE tail32 tail_of(int64_t k) {
+  int64_t rem = k % 32;
+  tail32 t = {k >= 32 ? k - 32 : 0, _mm256_loadu_si256((const __m256i *)(tail_mask + rem))};
+  return t;
+}
+
+/* A weight row's tail vector (k % 32 != 0). */
+INLINE __m256i load_tail(const int8_t *w, int64_t k, tail32 t) {
+  if (k >= 32) return _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(w + t.j)), t.mask);
+  int8_t buf[32] = {0};
+  memcpy(buf, w, (size_t)k);
+  return _mm256_loadu_si256((const __m256i *)buf);
+}
+
+/* Lane i: the sum of the 8 lanes of v[i] (one hadd tree; exact integers, any order). */
+INLINE __m256i reduce8(__m256i v0, __m256i v1, __m256i v2, __m256i v3, __m256i v4, __m256i v5, __m256i v6,
+                       __m256i v7) {
+  __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(v0, v1), _mm256_hadd_epi32(v2, v3));
+  __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(v4, v5), _mm256_hadd_epi32(v6, v7));
+  return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
+}
+
+/* ---- a few activation rows against a stream of weight rows (GEMV, a routed expert's rows) ----
+ * One weight row against MR (1 to 8) activation rows while it is in L1, its 32-byte vectors loaded once; the MR
+ * accumulator vectors go to v[t * 16] unreduced, so the caller reduces 8 weight rows at a time. One or two rows
+ * give each step of a loop accumulators of its own (the loop is short of independent work otherwise). */
+INLINE void rows_one(__m256i *v, const int8_t *x, int64_t ldx, const int8_t *w, int64_t k, const int MR) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  const int U = MR == 1 ? 4 : 2; /* 32-byte steps a loop: one prefetch a cache line */
+  __m256i z = _mm256_setzero_si256();
+  __m256i a0 = z, a1 = z, a2 = z, a3 = z, a4 = z, a5 = z, a6 = z, a7 = z; /* rows t */
+  __m256i b0 = z, b1 = z, c0 = z, d0 = z; /* odd steps of rows 0 and 1 (MR <= 2); steps 2, 3 of row 0 (MR = 1) */
+#define XROW(t) _mm256_loadu_si256((const __m256i *)(x + (t) * ldx + j + off))
+#define ROWS(wv, A0, A1)                                                                                       \
+  do {                                                                                                         \
+    __m256i wa = _mm256_abs_epi8(wv);                                                                          \
+    A0 = dot32(A0, wa, wv, XROW(0), ones);                                                                     \
+    if (MR > 1) A1 = dot32(A1, wa, wv, XROW(1), ones);                                                         \
+    if (MR > 2) a2 = dot32(a2, wa, wv, XROW(2), ones);                                                         \
+    if (MR > 3) a3 = dot32(a3, wa, wv, XROW(3), ones);                                                         \
+    if (MR > 4) a4 = dot32(a4, wa, wv, XROW(4), ones);                                                         \
+    if (MR > 5) a5 = dot32(a5, wa, wv, XROW(5), ones);                                                         \
+    if (MR > 6) a6 = dot32(a6, wa, wv, XROW(6), ones);                                                         \
+    if (MR > 7) a7 = dot32(a7, wa, wv, XROW(7), ones);                                                         \
+  } while (0)
+  int64_t j = 0;
+  for (; j + 32 * U <= k; j += 32 * U) {
+    __builtin_prefetch(w + j + MK_STREAM_AHEAD, 0, 3);
+    if (U == 4) __builtin_prefetch(w + j + 64 + MK_STREAM_AHEAD, 0, 3);
+    {
+      const int64_t off = 0;
+      ROWS(_mm256_loadu_si256((const __m256i *)(w + j)), a0, a1);
+    }
+    {
+      const int64_t off = 32;
+      if (MR <= 2) ROWS(_mm256_loadu_si256((const __m256i *)(w + j + 32)), b0, b1);
+      else ROWS(_mm256_loadu_si256((const __m256i *)(w + j + 32)), a0, a1);
+    }
+    if (U > 2) {
+      const int64_t off = 64;
+      ROWS(_mm256_loadu_si256((const __m256i *)(w + j + 64)), c0, a1);
+    }
+    if (U > 3) {
+      const int64_t off = 96;
+      ROWS(_mm256_loadu_si256((const __m256i *)(w + j + 96)), d0, a1);
+    }
+  }
+  for (const int64_t off = 0; j + 32 <= k; j += 32) ROWS(_mm256_loadu_si256((const __m256i *)(w + j)), a0, a1);
+  if (j < k) {
+    tail32 tl = tail_of(k);
+    const int64_t off = 0;
+    j = tl.j;
+    ROWS(load_tail(w, k, tl), a0, a1);
+  }
+#undef ROWS
+#undef XROW
+  v[0] = _mm256_add_epi32(_mm256_add_epi32(a0, b0), _mm256_add_epi32(c0, d0));
+  if (MR > 1) v[16] = _mm256_add_epi32(a1, b1);
+  if (MR > 2) v[32] = a2;
+  if (MR > 3) v[48] = a3;
+  if (MR > 4) v[64] = a4;
+  if (MR > 5) v[80] = a5;
+  if (MR > 6) v[96] = a6;
+  if (MR > 7) v[112] = a7;
+}
+
+INLINE void rows_each(__m256i *v, const int8_t *x, int64_t ldx, const int8_t *w, int64_t ldw, int64_t nr, int64_t k,
+                      const int MR) {
+  for (int64_t o = 0; o < nr; o++) rows_one(v + o, x, ldx, w + o * ldw, k, MR);
+}
+
+/* out[o] = (float)dot[o] · xs · ws[o], multiplied left to right as the scalar spec, for the lanes `keep` selects
+ * (masked: neither ws nor out is read or written past them). */
+INLINE void scale_store8(float *out, __m256i dot, float xs, const float *ws, __m256i keep) {
+  __m256 ws8 = _mm256_maskload_ps(ws, keep);
+  __m256 f = _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(xs)), ws8);
+  _mm256_maskstore_ps(out, keep, f);
+}
+
+/* The first cnt (up to 8) lanes set. */
+INLINE __m256i first_lanes(int64_t cnt) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)cnt), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* mk_isa.rows_u8i8_scaled: nr (1 to 16) weight rows one after another, a single sequential stream prefetched
+ * MK_STREAM_AHEAD bytes ahead, each against the mr activation rows while it is in L1; then each activation row's
+ * 16 accumulators reduced 8 at a time, the reduced vector scaled and stored as it stands. */
 void mk_avx2_rows_u8i8_scaled(float *out, int64_t ldo, const float *xs, const float *ws, int32_t *wsum, int fresh,
                               const uint8_t *xq, int64_t ldx, const int8_t *w, int64_t ldw, int64_t mr, int64_t nr,
                               int64_t k) {
   (void)wsum, (void)fresh;
   const int8_t *x = (const int8_t *)xq;
+  __m256i v[MK_I8_ROWS * 16]; /* v[t * 16 + o] */
+  switch (mr) {
+    case 1: rows_each(v, x, ldx, w, ldw, nr, k, 1); break;
+    case 2: rows_each(v, x, ldx, w, ldw, nr, k, 2); break;
+    case 3: rows_each(v, x, ldx, w, ldw, nr, k, 3); break;
+    case 4: rows_each(v, x, ldx, w, ldw, nr, k, 4); break;
+    case 5: rows_each(v, x, ldx, w, ldw, nr, k, 5); break;
+    case 6: rows_each(v, x, ldx, w, ldw, nr, k, 6); break;
+    case 7: rows_each(v, x, ldx, w, ldw, nr, k, 7); break;
+    default: rows_each(v, x, ldx, w, ldw, nr, k, 8); break;
+  }
+  int64_t padded = (nr + 7) & ~(int64_t)7;
   for (int64_t t = 0; t < mr; t++)
-    for (int64_t o = 0; o < nr; o++) {
-      int32_t dot = 0;
-      for (int64_t j = 0; j < k; j++) dot += (int32_t)x[t * ldx + j] * w[o * ldw + j];
-      out[t * ldo + o] = (float)dot * xs[t] * ws[o];
+    for (int64_t o = nr; o < padded; o++) v[t * 16 + o] = _mm256_setzero_si256();
+  for (int64_t o = 0; o < nr; o += 8) {
+    __m256i keep = first_lanes(nr - o);
+    for (int64_t t = 0; t < mr; t++) {
+      const __m256i *r = v + t * 16 + o;
+      scale_store8(out + t * ldo + o, reduce8(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]), xs[t], ws + o, keep);
     }
+  }
+}
+
+/* ---- the GEMM microkernel: mr (1 to 4) activation rows x 6 weight rows over one block of k ----
+ * 24 accumulators do not fit in 16 registers: the tile runs as sub-tiles of R activation rows x C weight rows, each
+ * over the whole block (6 weight rows x <= 1024 bytes stay in L1), their accumulators kept in `lanes` as
+ * __m256i L[t * 6 + o] between sub-tiles and blocks. A whole tile is 4 x 2 three times: 8 accumulators, |w| of two
+ * weight vectors shared by four rows; it measured as fast as 2 x 3 or faster, ahead of 4 x 1 and of walking k in
+ * chunks through every sub-tile. */
+INLINE void sub_tile(__m256i *L, int init, const int8_t *x, int64_t ldx, const int8_t *w, int64_t ldw, int64_t k,
+                     const int R, const int C) {
+  const __m256i ones = _mm256_set1_epi16(1);
+#define Z(t, o) __m256i c##t##o = init || R <= t || C <= o ? _mm256_setzero_si256() : L[t * MK_I8_NR + o];
+#define ROW(t) Z(t, 0) Z(t, 1) Z(t, 2)
+  ROW(0) ROW(1) ROW(2) ROW(3)
+#undef ROW
+#undef Z
+#define XV(t) __m256i x##t = R > t ? _mm256_loadu_si256((const __m256i *)(x + t * ldx + j)) : x0;
+#define PAIR(t, o) if (R > t && C > o) c##t##o = dot32(c##t##o, wa##o, w##o, x##t, ones);
+#define STEP(LOADW)                                                                                            \
+  do {                                                                                                         \
+    __m256i w0 = LOADW(0), w1 = C > 1 ? LOADW(1) : w0, w2 = C > 2 ? LOADW(2) : w0;                              \
+    __m256i wa0 = _mm256_abs_epi8(w0), wa1 = _mm256_abs_epi8(w1), wa2 = _mm256_abs_epi8(w2);                   \
+    __m256i x0 = _mm256_loadu_si256((const __m256i *)(x + j));                                                 \
+    XV(1) XV(2) XV(3)                                                                                          \
+    PAIR(0, 0) PAIR(0, 1) PAIR(0, 2) PAIR(1, 0) PAIR(1, 1) PAIR(1, 2)                                           \
+    PAIR(2, 0) PAIR(2, 1) PAIR(2, 2) PAIR(3, 0) PAIR(3, 1) PAIR(3, 2)                                           \
+  } while (0)
+#define LOADW_FULL(o) _mm256_loadu_si256((const __m256i *)(w + o * ldw + j))
+#define LOADW_TAIL(o) load_tail(w + o * ldw, k, tl)
+  int64_t j = 0;
+  for (; j + 32 <= k; j += 32) STEP(LOADW_FULL);
+  if (j < k) {
+    tail32 tl = tail_of(k);
+    j = tl.j;
+    STEP(LOADW_TAIL);
+  }
+#undef LOADW_TAIL
+#undef LOADW_FULL
+#undef STEP
+#undef PAIR
+#undef XV
+#define ST(t, o) if (R > t && C > o) L[t * MK_I8_NR + o] = c##t##o;
+#define ROW(t) ST(t, 0) ST(t, 1) ST(t, 2)
+  ROW(0) ROW(1) ROW(2) ROW(3)
+#undef ROW
+#undef ST
+}
+
+/* R activation rows against all 6 weight rows, C at a time. */
+INLINE void rows_x6(__m256i *L, int init, const int8_t *x, int64_t ldx, const int8_t *w, int64_t ldw, int64_t k,
+                    const int R, const int C) {
+  for (int o = 0; o < MK_I8_NR; o += C) sub_tile(L + o, init, x, ldx, w + o * ldw, ldw, k, R, C);
+}
+
+/* The tile's scaled outputs from its accumulators, a row's 6 columns by one reduction tree. */
+INLINE void scale_tile(const __m256i *L, const mk_i8_scale *scale, int64_t mr) {
+  const __m256i z = _mm256_setzero_si256(), keep = first_lanes(MK_I8_NR);
+  for (int64_t t = 0; t < mr; t++) {
+    const __m256i *r = L + t * MK_I8_NR;
+    scale_store8(scale->out + t * scale->ldo, reduce8(r[0], r[1], r[2], r[3], r[4], r[5], z, z), scale->xs[t],
+                 scale->ws, keep);
+  }
 }
 
 void mk_avx2_gemm_u8i8_tile(int32_t *lanes, int init, const mk_i8_scale *scale, const uint8_t *xq, int64_t ldx,
                             const int8_t *w, int64_t ldw, int64_t k, int64_t mr) {
   const int8_t *x = (const int8_t *)xq;
-  for (int64_t t = 0; t < mr; t++)
-    for (int64_t o = 0; o < MK_I8_NR; o++) {
-      int32_t dot = init ? 0 : lanes[t * MK_I8_NR + o];
-      for (int64_t j = 0; j < k; j++) dot += (int32_t)x[t * ldx + j] * w[o * ldw + j];
-      if (scale != NULL) scale->out[t * scale->ldo + o] = (float)dot * scale->xs[t] * scale->ws[o];
-      else lanes[t * MK_I8_NR + o] = dot;
-    }
+  __m256i *L = (__m256i *)lanes;
+  switch (mr) {
+    case 1: rows_x6(L, init, x, ldx, w, ldw, k, 1, 3); break;
+    case 2: rows_x6(L, init, x, ldx, w, ldw, k, 2, 3); break;
+    case 3: rows_x6(L, init, x, ldx, w, ldw, k, 3, 2); break;
+    default: rows_x6(L, init, x, ldx, w, ldw, k, 4, 2); break;
+  }
+  if (scale != NULL) scale_tile(L, scale, mr);
 }
 
+/* Twelve independent VPMADDUBSW + VPMADDWD + VPADDD chains in registers: 12 · 32 multiply-adds = 768 INT8 ops
+ * per iteration. Inline assembly, volatile: the products of the same operands would otherwise be computed once. */
 double mk_avx2_int8_peak_loop(int64_t iterations) {
-  return mk_isa_portable.int8_peak_loop(iterations);
+  __m256i a = _mm256_set1_epi8(3), b = _mm256_set1_epi8(-2), ones = _mm256_set1_epi16(1);
+  __m256i c0 = _mm256_setzero_si256(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0, c7 = c0, c8 = c0,
+          c9 = c0, c10 = c0, c11 = c0;
+#define CHAIN(ACC)                                                                                               \
+  do {                                                                                                         \
+    __m256i p;                                                                                                 \
+    __asm__ volatile("vpmaddubsw %[b], %[a], %[p]\n\tvpmaddwd %[one], %[p], %[p]\n\tvpaddd %[p], %[c], %[c]"      \
+                     : [p] "=&x"(p), [c] "+x"(ACC)                                                               \
+                     : [a] "x"(a), [b] "x"(b), [one] "x"(ones));                                               \
+  } while (0)
+  for (int64_t i = 0; i < iterations; i++) {
+    CHAIN(c0); CHAIN(c1); CHAIN(c2); CHAIN(c3); CHAIN(c4); CHAIN(c5);
+    CHAIN(c6); CHAIN(c7); CHAIN(c8); CHAIN(c9); CHAIN(c10); CHAIN(c11);
+    __asm__ volatile("" : "+x"(a), "+x"(b));
+  }
+#undef CHAIN
+  __m256i t = _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(c0, c1), _mm256_add_epi32(c2, c3)),
+                               _mm256_add_epi32(_mm256_add_epi32(c4, c5), _mm256_add_epi32(c6, c7)));
+  t = _mm256_add_epi32(t, _mm256_add_epi32(_mm256_add_epi32(c8, c9), _mm256_add_epi32(c10, c11)));
+  volatile int32_t sink = _mm256_extract_epi32(t, 0);
+  (void)sink;
+  return (double)iterations * 12 * 32 * 2;
 }

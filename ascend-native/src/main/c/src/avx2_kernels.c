@@ -180,27 +180,6 @@ static float dot_f32(const float *a, const float *b, int64_t d) {
   return hsum8(acc);
 }
 
-/* ---- MLA decode on F32 rows (mla.c converts each block of latent rows once for all heads) ----
- * Scores 8 positions at a time: one accumulator per position, each query chunk loaded once. */
-static void mla_scores(float *s, const float *ql, const float *qr, const float *kv, int64_t count, int64_t width,
-                       int64_t rank, float scale) {
-  for (int64_t p0 = 0; p0 < count; p0 += 8) {
-    int64_t np = count - p0 < 8 ? count - p0 : 8;
-    __m256 acc[8];
-    for (int p = 0; p < 8; p++) acc[p] = _mm256_setzero_ps();
-    for (int part = 0; part < 2; part++) { /* c_kv against q_latent, then k_pe against q_rope */
-      const float *q = part == 0 ? ql : qr;
-      int64_t base = part == 0 ? 0 : rank, len = part == 0 ? rank : width - rank;
-      for (int64_t c = 0; c < len; c += 8) {
-        __m256 qv = load8(q + c, len - c);
-        const float *row = kv + p0 * width + base + c;
-        for (int64_t p = 0; p < np; p++) acc[p] = _mm256_fmadd_ps(qv, load8(row + p * width, len - c), acc[p]);
-      }
-    }
-    for (int64_t p = 0; p < np; p++) s[p0 + p] = hsum8(acc[p]) * scale;
-  }
-}
-
 /* o += Σ_p prob[p] · c_kv[p]: each 32-wide slice of o is loaded and stored once for the whole block. */
 static void mla_accumulate(float *o, const float *prob, const float *kv, int64_t count, int64_t width, int64_t rank) {
   for (int64_t c = 0; c < rank; c += 32) {
@@ -216,6 +195,91 @@ static void mla_accumulate(float *o, const float *prob, const float *kv, int64_t
     }
     store8(o + c, o0, rank - c), store8(o + c + 8, o1, rank - c - 8);
     store8(o + c + 16, o2, rank - c - 16), store8(o + c + 24, o3, rank - c - 24);
+  }
+}
+
+/* ---- MLA decode on F32 rows (mla.c converts each block of latent rows once for all heads) ----
+ * mla_scores for HN heads at once (head h's query rows at ql + h·ldq and qr + h·ldr, its scores at s + h·lds): each
+ * chunk of a latent row is loaded once for all of them, each head's chain the one mla_scores runs. HN is a constant,
+ * so the accumulators stay in registers (a runtime count kept them in memory: 6x slower). */
+INLINE void scores_heads(float *s, int64_t lds, const float *ql, int64_t ldq, const float *qr, int64_t ldr,
+                         const float *kv, int64_t count, int64_t width, int64_t rank, float scale, const int HN) {
+  for (int64_t p = 0; p < count; p++) {
+    const float *row = kv + p * width;
+    __m256 acc[MK_MLA_HEADS];
+    for (int h = 0; h < HN; h++) acc[h] = _mm256_setzero_ps();
+    for (int part = 0; part < 2; part++) { /* c_kv against q_latent, then k_pe against q_rope */
+      const float *q = part == 0 ? ql : qr;
+      int64_t ld = part == 0 ? ldq : ldr, base = part == 0 ? 0 : rank, len = part == 0 ? rank : width - rank, c = 0;
+      for (; c + 8 <= len; c += 8) {
+        __m256 kc = _mm256_loadu_ps(row + base + c);
+        for (int h = 0; h < HN; h++) acc[h] = _mm256_fmadd_ps(_mm256_loadu_ps(q + h * ld + c), kc, acc[h]);
+      }
+      if (c < len) {
+        __m256 kc = load8(row + base + c, len - c);
+        for (int h = 0; h < HN; h++) acc[h] = _mm256_fmadd_ps(load8(q + h * ld + c, len - c), kc, acc[h]);
+      }
+    }
+    for (int h = 0; h < HN; h++) s[h * lds + p] = hsum8(acc[h]) * scale;
+  }
+}
+
+/* mla_scores is mla_scores_heads for one head: the same chain per (position, head). */
+static void mla_scores(float *s, const float *ql, const float *qr, const float *kv, int64_t count, int64_t width,
+                       int64_t rank, float scale) {
+  scores_heads(s, 0, ql, 0, qr, 0, kv, count, width, rank, scale, 1);
+}
+
+static void mla_scores_heads(float *s, int64_t lds, const float *ql, int64_t ldq, const float *qr, int64_t ldr, int64_t hn,
+                             const float *kv, int64_t count, int64_t width, int64_t rank, float scale) {
+#define HEADS(n) scores_heads(s, lds, ql, ldq, qr, ldr, kv, count, width, rank, scale, n)
+  switch (hn) {
+    case 1: HEADS(1); break;
+    case 2: HEADS(2); break;
+    case 3: HEADS(3); break;
+    case 4: HEADS(4); break;
+    case 5: HEADS(5); break;
+    case 6: HEADS(6); break;
+    case 7: HEADS(7); break;
+    default: HEADS(8); break;
+  }
+#undef HEADS
+}
+
+/* mla_accumulate for HN (<= 4) heads at once (head h's output row at o + h·ldo, its weights at prob + h·ldp): 16
+ * columns of the HN heads in registers, each value chunk loaded once for them; each output the chain of mla_accumulate. */
+INLINE void accumulate_heads(float *o, int64_t ldo, const float *prob, int64_t ldp, const float *kv, int64_t count,
+                             int64_t width, int64_t rank, const int HN) {
+  for (int64_t c = 0; c < rank; c += 16) {
+    int64_t n0 = rank - c, n1 = rank - c - 8;
+    __m256 a[4][2];
+    for (int h = 0; h < HN; h++) a[h][0] = load8(o + h * ldo + c, n0), a[h][1] = load8(o + h * ldo + c + 8, n1);
+    for (int64_t p = 0; p < count; p++) {
+      const float *row = kv + p * width + c;
+      __m256 v0 = load8(row, n0), v1 = load8(row + 8, n1);
+      for (int h = 0; h < HN; h++) {
+        __m256 w = _mm256_broadcast_ss(prob + h * ldp + p);
+        a[h][0] = _mm256_fmadd_ps(w, v0, a[h][0]), a[h][1] = _mm256_fmadd_ps(w, v1, a[h][1]);
+      }
+    }
+    for (int h = 0; h < HN; h++) {
+      store8(o + h * ldo + c, a[h][0], n0);
+      if (n1 > 0) store8(o + h * ldo + c + 8, a[h][1], n1);
+    }
+  }
+}
+
+static void mla_accumulate_heads(float *o, int64_t ldo, const float *prob, int64_t ldp, int64_t hn, const float *kv,
+                                 int64_t count, int64_t width, int64_t rank) {
+  for (int64_t h = 0; h < hn; h += 4) {
+    float *oh = o + h * ldo;
+    const float *ph = prob + h * ldp;
+    switch (hn - h) {
+      case 1: accumulate_heads(oh, ldo, ph, ldp, kv, count, width, rank, 1); break;
+      case 2: accumulate_heads(oh, ldo, ph, ldp, kv, count, width, rank, 2); break;
+      case 3: accumulate_heads(oh, ldo, ph, ldp, kv, count, width, rank, 3); break;
+      default: accumulate_heads(oh, ldo, ph, ldp, kv, count, width, rank, 4); break;
+    }
   }
 }
 
@@ -359,6 +423,8 @@ const mk_isa mk_isa_avx2 = {
     .mla_scores = mla_scores,
     .mla_accumulate = mla_accumulate,
     .exp2_sum = exp2_sum,
+    .mla_scores_heads = mla_scores_heads,
+    .mla_accumulate_heads = mla_accumulate_heads,
     .softmax = softmax,
     .weighted_rows = weighted_rows,
     .argmax = argmax,

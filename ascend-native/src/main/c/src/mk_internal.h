@@ -122,6 +122,7 @@ static inline void mk_prefetch_rows(const char *w, size_t ld_bytes, int64_t rows
 #define MK_STREAM_AHEAD 6144
 #define MK_I8_ROWS 8 /* activation rows per pass over one weight row */
 #define MK_BF16_GEMV_NR 16 /* weight rows per gemv_bf16_rows call: one hsum16x16 finishes them */
+#define MK_MLA_HEADS 8 /* heads per mla_scores_heads call */
 #define MK_ATTENTION_ROWS 4 /* query rows of one head per unit of the prompt attention: the matmul tiles' 4 x 4 */
 
 typedef struct mk_isa {
@@ -186,6 +187,14 @@ typedef struct mk_isa {
   /* MLA decode's softmax weights of one block: s[p] = mk_exp2_weight(s[p] - m) for p < count <= 16 (s[p] - m <= 0
    * but for NaN), bit for bit; returns their sum (portable: in position order; AVX-512: by a fixed tree). */
   float (*exp2_sum)(float *s, int64_t count, float m);
+  /* Optional (NULL: mla_scores and mla_accumulate head by head): the two for hn <= MK_MLA_HEADS heads of one query row
+   * at once, head h's query rows at ql + h·ldq and qr + h·ldr, its scores or weights at s + h·lds, its output at
+   * o + h·ldo; each head's bits those of mla_scores and mla_accumulate, so a block's rows are read once per head tile
+   * rather than once per head. */
+  void (*mla_scores_heads)(float *s, int64_t lds, const float *ql, int64_t ldq, const float *qr, int64_t ldr, int64_t hn,
+                           const float *kv, int64_t count, int64_t width, int64_t rank, float scale);
+  void (*mla_accumulate_heads)(float *o, int64_t ldo, const float *prob, int64_t ldp, int64_t hn, const float *kv,
+                               int64_t count, int64_t width, int64_t rank);
   /* Optional (NULL: the F32 ops above, on rows converted to F32): one block of MLA decode straight on BF16 latent
    * rows (c_kv ‖ k_pe, width = rank + rope) for a tile of up to 16 heads, head h in lane h.
    * - qt: the tile's BF16 queries in column pairs, 4 heads × 4 pairs a register: lane 4j + r of register 4s + g is

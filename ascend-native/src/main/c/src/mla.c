@@ -201,8 +201,24 @@ static void mla_item(const mla_job *j, int64_t unit, int64_t next_unit, float *k
     kv_rows(j, t, b, count, rows);
     for (int64_t p = 0; p < count; p++) {
       const void *row = rows[p];
-      if (j->pages_bf16) for (int64_t c = 0; c < width; c++) kv[p * width + c] = mk_bf16_to_f32(((const uint16_t *)row)[c]);
+      if (j->pages_bf16) j->isa->bf16_to_f32(kv + p * width, row, width);
       else memcpy(kv + p * width, row, sizeof(float) * (size_t)width);
+    }
+    if (j->isa->mla_scores_heads != NULL) { /* the block's rows read once per tile of heads */
+      const float *ql = j->q_latent + t * j->heads * j->ldq, *qr = j->q_rope + t * j->heads * j->ldr;
+      for (int64_t h = h_begin; h < h_end; h += MK_MLA_HEADS)
+        j->isa->mla_scores_heads(s + h * BLOCK, BLOCK, ql + h * j->ldq, j->ldq, qr + h * j->ldr, j->ldr,
+                                 h_end - h < MK_MLA_HEADS ? h_end - h : MK_MLA_HEADS, kv, count, width, j->rank, j->scale2);
+      for (int64_t h = h_begin; h < h_end; h++) {
+        float *sh = s + h * BLOCK;
+        online_softmax(j->isa, &m[h], &l[h], o + h * j->rank, sh, count, j->rank);
+        if (j->bf16_weights)
+          for (int64_t p = 0; p < count; p++) sh[p] = mk_bf16_to_f32(mk_f32_to_bf16(sh[p]));
+      }
+      for (int64_t h = h_begin; h < h_end; h += MK_MLA_HEADS)
+        j->isa->mla_accumulate_heads(o + h * j->rank, j->rank, s + h * BLOCK, BLOCK,
+                                     h_end - h < MK_MLA_HEADS ? h_end - h : MK_MLA_HEADS, kv, count, width, j->rank);
+      continue;
     }
     for (int64_t h = h_begin; h < h_end; h++) {
       const float *ql = j->q_latent + (t * j->heads + h) * j->ldq, *qr = j->q_rope + (t * j->heads + h) * j->ldr;
@@ -218,7 +234,7 @@ static void mla_item(const mla_job *j, int64_t unit, int64_t next_unit, float *k
 static void mla_range(void *raw, int64_t begin, int64_t end) {
   const mla_job *j = raw;
   int64_t width = j->rank + j->rope;
-  float *scratch = malloc(sizeof(float) * (size_t)(BLOCK * width + 4 * BLOCK));
+  float *scratch = malloc(sizeof(float) * (size_t)(BLOCK * width + (j->heads + 4) * BLOCK)); /* a block, its scores */
   tile_scratch sc = {0};
   if (j->q16 != NULL) {
     int64_t tiles = (j->heads / j->groups + TILE_HEADS) / TILE_HEADS; /* a unit's tiles, at most */

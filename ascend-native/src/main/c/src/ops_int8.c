@@ -107,7 +107,7 @@ static void matmul_i8_range(void *raw, int64_t o_begin, int64_t o_end) {
       int64_t nr = o_end - o < tile ? o_end - o : tile;
       const int8_t *w = j->w + o * j->ldw;
       int32_t *wsum = rowsums + (o - o_begin);
-      if (lanes != NULL && nr == MK_I8_NR) {
+      if (lanes != NULL && nr == MK_I8_NR && j->k > 0) { /* (k = 0: the tiles below write the zero products) */
         /* the weight rows' sums, once (the first activation block), in a pass of their own */
         if (t0 == 0 && !j->isa->i8_signed_x) j->isa->dot_u8i8_tile(acc, wsum, j->xu, j->k, w, j->ldw, 0, nr, j->k);
         matmul_i8_blocked(j, t0, t_end, o, wsum, lanes, o_end - (o + nr) >= MK_I8_NR ? w + nr * j->ldw : NULL);

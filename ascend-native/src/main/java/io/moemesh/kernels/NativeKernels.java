@@ -130,6 +130,17 @@ public final class NativeKernels extends ValidatingKernels implements AutoClosea
     return peakGops(NativeOps.BF16_PEAK_OPS, "measureBf16PeakGops", iterations);
   }
 
+  /**
+   * STREAM's triad {@code a[i] = b[i] + s·c[i]} over the first {@code n} floats of each segment, on this context's
+   * threads; the caller times it (12 bytes an element by STREAM's count).
+   */
+  public void streamTriad(MemorySegment a, MemorySegment b, MemorySegment c, long n, float s) {
+    long bytes = n * Float.BYTES;
+    if (n < 0 || a.byteSize() < bytes || b.byteSize() < bytes || c.byteSize() < bytes)
+      throw new KernelException("streamTriad", "needs three segments of " + n + " floats");
+    call("streamTriad", ctx -> (int) NativeOps.STREAM_TRIAD.invokeExact(ctx, a, b, c, n, s));
+  }
+
   /** Times one native peak loop ({@code (context, iterations) -> ops}) over every thread: ops per nanosecond. */
   private double peakGops(java.lang.invoke.MethodHandle loop, String op, long iterations) {
     try {

@@ -21,6 +21,8 @@ final class NativeOps {
   static final MethodHandle CONTEXT_ISA = fn("mk_context_isa", FunctionDescriptor.of(JAVA_INT, ADDRESS));
   static final MethodHandle INT8_PEAK_OPS = fn("mk_int8_peak_ops", FunctionDescriptor.of(JAVA_DOUBLE, ADDRESS, JAVA_LONG));
   static final MethodHandle BF16_PEAK_OPS = fn("mk_bf16_peak_ops", FunctionDescriptor.of(JAVA_DOUBLE, ADDRESS, JAVA_LONG));
+  static final MethodHandle STREAM_TRIAD = fn("mk_stream_triad",
+      FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, JAVA_FLOAT));
 
   // Kernel ops: (context, ...) -> MK_OK or MK_E_*
   static final MethodHandle MATMUL = op("mk_matmul", ADDRESS, JAVA_LONG, ADDRESS, JAVA_INT, JAVA_LONG, ADDRESS,
