@@ -63,6 +63,39 @@ static void prepare_x_bf16(float *xp, const float *x, int64_t k) {
   for (; j < k; j++) xp[j] = x[j];
 }
 
+/* mk_isa.gemv_f32_bf16_rows: 16 BF16 weight rows against one prepared F32 activation row, 4 rows' chains at a time
+ * (one chain's two dependent multiply-adds a chunk would hold a lone row's stream to a third of the bandwidth), each
+ * row's stream prefetched ahead; every output is tile_f32's chain for it, summed by the same tree. */
+static void gemv_f32_bf16_rows(float *out, const float *x, const uint16_t *w, int64_t ldw, int64_t k) {
+  for (int64_t o = 0; o < MK_BF16_GEMV_NR; o += 4) {
+    const uint16_t *w0 = w + o * ldw, *w1 = w0 + ldw, *w2 = w1 + ldw, *w3 = w2 + ldw;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    int64_t j = 0;
+    for (; j + 16 <= k; j += 16) {
+      if ((j & 31) == 0) { /* a cache line of each row's stream, MK_STREAM_AHEAD bytes ahead */
+        __builtin_prefetch((const char *)(w0 + j) + MK_STREAM_AHEAD, 0, 3);
+        __builtin_prefetch((const char *)(w1 + j) + MK_STREAM_AHEAD, 0, 3);
+        __builtin_prefetch((const char *)(w2 + j) + MK_STREAM_AHEAD, 0, 3);
+        __builtin_prefetch((const char *)(w3 + j) + MK_STREAM_AHEAD, 0, 3);
+      }
+      __m256 xe = _mm256_loadu_ps(x + j), xo = _mm256_loadu_ps(x + j + 8);
+#define ROW(i)                                                                                               \
+  {                                                                                                          \
+    __m256i raw = _mm256_loadu_si256((const __m256i *)(w##i + j));                                           \
+    a##i = _mm256_fmadd_ps(xo, bf16_odd(raw), _mm256_fmadd_ps(xe, bf16_even(raw), a##i));                    \
+  }
+      ROW(0) ROW(1) ROW(2) ROW(3)
+#undef ROW
+    }
+    for (; j < k; j += 8) {
+      __m256 xv = load8(x + j, k - j);
+      a0 = _mm256_fmadd_ps(xv, load_bf16x8(w0 + j, k - j), a0), a1 = _mm256_fmadd_ps(xv, load_bf16x8(w1 + j, k - j), a1);
+      a2 = _mm256_fmadd_ps(xv, load_bf16x8(w2 + j, k - j), a2), a3 = _mm256_fmadd_ps(xv, load_bf16x8(w3 + j, k - j), a3);
+    }
+    _mm_storeu_ps(out + o, hsum8x4(a0, a1, a2, a3));
+  }
+}
+
 static void matmul_tile(float *out, int64_t ldo, const float *x, int64_t ldx, const void *w, int32_t w_bf16,
                         int64_t ldw, int64_t mr, int64_t nr, int64_t k) {
   size_t wsize = w_bf16 ? 2 : 4;
@@ -408,6 +441,7 @@ const mk_isa mk_isa_avx2 = {
     .matmul_bf16_tile = mk_avx2_matmul_bf16_tile,
     .prepare_x_bf16 = prepare_x_bf16,
     .gemv_bf16_rows = mk_avx2_gemv_bf16_rows,
+    .gemv_f32_bf16_rows = gemv_f32_bf16_rows,
     .heads_km_bf16_unit = mk_avx2_heads_km_bf16_unit,
     .heads_km_bf16_pairs = mk_avx2_heads_km_bf16_pairs,
     .rows_u8i8_scaled = mk_avx2_rows_u8i8_scaled,

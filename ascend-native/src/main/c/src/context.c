@@ -8,7 +8,13 @@
  *
  * Waiting threads spin briefly (decode issues many 10-100 us ops in a row, and a futex wake-up costs more
  * than the op), then sched_yield, which returns at once on an idle core but hands a shared core to whoever
- * else is runnable, then sleep on a condition variable. */
+ * else is runnable, then sleep on a condition variable.
+ *
+ * Under CPU contention (a container at its quota, a busy neighbour) a worker can be descheduled holding a part, and
+ * the caller then waits a whole timeslice (milliseconds) for an op of tens of microseconds. When the caller waits for
+ * parts in progress far longer than its own parts took, it runs the following calls alone for a while (solo), doubling
+ * that time while it keeps happening, then tries both threads again: one thread on a core of its own beats two that
+ * wait for each other. Every index computes the same whoever runs it, so this changes no bit. */
 #include "mk_internal.h"
 
 #include <pthread.h>
@@ -24,6 +30,11 @@
 #define MK_SPIN_NANOS 200000  /* how long an idle worker spins (pausing, then yielding) before it sleeps */
 #define MK_WAIT_NANOS 100000  /* how long the caller spins for parts in progress before it sleeps */
 #define MK_PARALLEL_MIN_WORK (64 * 1024) /* below this many bytes touched, one thread does it all */
+#define MK_LATE_FACTOR 4              /* a wait this many times the caller's mean part... */
+#define MK_LATE_SLACK_NANOS 200000    /* ...plus this is a late worker, not a slow part */
+#define MK_SOLO_MIN_NANOS 20000000LL  /* the first solo stretch after a late worker */
+#define MK_SOLO_MAX_NANOS 1000000000LL /* the longest, while workers keep being late */
+#define MK_ON_TIME_RESET 256          /* on-time calls in a row after which a late worker starts the stretches over */
 
 /* The job word: generation (bits 32-63) | parts (16-31) | next part to claim (0-15). One atomic word, so a
  * claim succeeds only against the job it was read from: a worker that wakes late for an old job cannot claim a
@@ -44,6 +55,8 @@ typedef struct mk_pool {
   atomic_bool caller_asleep;
   atomic_bool stop;
   uint32_t generation; /* the caller's: the last job published */
+  int64_t solo_until, solo_nanos; /* the caller's: calls run alone until then; the current stretch's length */
+  int32_t on_time;                /* the caller's: parallel calls in a row without a late worker */
   /* the current job: written only while no part of the previous one can still run */
   mk_range_fn fn;
   void *arg;
@@ -84,14 +97,17 @@ static void run_part(const mk_pool *p, int32_t part, int32_t parts) {
   if (begin < end) p->fn(p->arg, begin, end);
 }
 
-/* Claims and runs parts of job `gen` until none is left. The job's fields are read only between a claim and
- * its completion, while the job cannot end; the acquiring claim sees the caller's writes before it published. */
-static void run_parts(mk_pool *p, uint32_t gen) {
+/* Claims and runs parts of job `gen` until none is left; returns how many it ran. The job's fields are read only
+ * between a claim and its completion, while the job cannot end; the acquiring claim sees the caller's writes before it
+ * published. */
+static int32_t run_parts(mk_pool *p, uint32_t gen) {
+  int32_t ran = 0;
   uint64_t w = atomic_load_explicit(&p->job, memory_order_acquire);
   while (JOB_GEN(w) == gen && JOB_NEXT(w) < JOB_PARTS(w)) {
     if (!atomic_compare_exchange_weak_explicit(&p->job, &w, w + 1, memory_order_acquire, memory_order_acquire))
       continue; /* w now holds the current word */
     run_part(p, JOB_NEXT(w), JOB_PARTS(w));
+    ran++;
     /* seq_cst, paired with the caller's caller_asleep: either it sees this part done or we see it asleep */
     if (atomic_fetch_add(&p->done, 1) + 1 == JOB_PARTS(w) && atomic_load(&p->caller_asleep)) {
       pthread_mutex_lock(&p->lock);
@@ -100,6 +116,7 @@ static void run_parts(mk_pool *p, uint32_t gen) {
     }
     w = atomic_load_explicit(&p->job, memory_order_acquire);
   }
+  return ran;
 }
 
 /* Waits for a job newer than `seen` (or stop) and returns its generation. */
@@ -157,6 +174,12 @@ void mk_parallel_for(mk_context *ctx, int64_t n, int64_t grain, int64_t work, mk
   int64_t most = (int64_t)ctx->threads * MK_PARTS_PER_THREAD;
   int32_t parts = (int32_t)(chunks < most ? chunks : most);
   pthread_mutex_lock(&p->call_lock);
+  int64_t start = now_nanos();
+  if (start < p->solo_until) {
+    pthread_mutex_unlock(&p->call_lock);
+    fn(arg, 0, n);
+    return;
+  }
   p->fn = fn;
   p->arg = arg;
   p->n = n;
@@ -167,8 +190,18 @@ void mk_parallel_for(mk_context *ctx, int64_t n, int64_t grain, int64_t work, mk
   pthread_mutex_lock(&p->lock);
   pthread_cond_broadcast(&p->wake);
   pthread_mutex_unlock(&p->lock);
-  run_parts(p, gen);
+  int32_t mine = run_parts(p, gen);
+  int64_t own = now_nanos();
   await_parts(p, parts);
+  int64_t waited = now_nanos() - own;
+  if (mine > 0 && waited > MK_LATE_FACTOR * (own - start) / mine + MK_LATE_SLACK_NANOS) { /* a worker was late */
+    p->solo_nanos = p->solo_nanos == 0 ? MK_SOLO_MIN_NANOS : p->solo_nanos * 2;
+    if (p->solo_nanos > MK_SOLO_MAX_NANOS) p->solo_nanos = MK_SOLO_MAX_NANOS;
+    p->solo_until = own + waited + p->solo_nanos;
+    p->on_time = 0;
+  } else if (mine > 0 && ++p->on_time >= MK_ON_TIME_RESET) {
+    p->solo_nanos = 0;
+  }
   pthread_mutex_unlock(&p->call_lock);
 }
 

@@ -143,6 +143,9 @@ typedef struct mk_isa {
   /* Optional BF16 x BF16 GEMV of MK_BF16_GEMV_NR weight rows, one after another, against one activation row:
    * out[o] each bit for bit matmul_bf16_tile's (its own chain, the same horizontal-sum tree). */
   void (*gemv_bf16_rows)(float *out, const uint16_t *x, const uint16_t *w, int64_t ldw, int64_t k);
+  /* Optional: the same for an F32 activation row (as prepare_x_bf16 left it) against BF16 weight rows, each output
+   * bit for bit matmul_tile's. */
+  void (*gemv_f32_bf16_rows)(float *out, const float *x, const uint16_t *w, int64_t ldw, int64_t k);
   /* Optional (NULL: F32 sums): one unit of matmul_heads_km for BF16 x and w, m <= 32 outputs of one head for all n
    * tokens: out[t * ldo + o] = Σ_c x[t][c] · w[c][o], x rows at stride ldx, w (k, m) at row stride ldw; wt: scratch of
    * 32 * ((k + 1) / 2 + 1) words. Each output adds its products pair by pair, (w[2j][o], w[2j + 1][o]), in column

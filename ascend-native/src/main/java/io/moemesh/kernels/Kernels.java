@@ -17,6 +17,12 @@ public interface Kernels extends AutoCloseable {
 
   String name();
 
+  /** The instruction-set path that runs ({@code avx512}, {@code avx512-no-bf16}, {@code avx2}, {@code portable}), or
+   * {@code reference}: a metric label and a log field. */
+  default String path() {
+    return "reference";
+  }
+
   /** Releases native resources (threads, contexts); the reference holds none. */
   @Override
   default void close() {}

@@ -109,6 +109,11 @@ public final class NativeKernels extends ValidatingKernels implements AutoClosea
     return "native-" + isa.key() + "-" + threads + "t";
   }
 
+  @Override
+  public String path() {
+    return isa.key();
+  }
+
   public Isa isa() {
     return isa;
   }

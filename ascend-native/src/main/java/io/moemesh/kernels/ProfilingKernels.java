@@ -159,6 +159,11 @@ public final class ProfilingKernels implements Kernels {
   }
 
   @Override
+  public String path() {
+    return inner.path();
+  }
+
+  @Override
   public void close() {
     inner.close();
   }

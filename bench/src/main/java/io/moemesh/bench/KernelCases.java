@@ -14,7 +14,7 @@ import java.util.function.Supplier;
 /** The benchmarked kernel calls, with their tensors allocated and filled once and reused at every thread count. */
 final class KernelCases {
   static final String TRIAD = "triad";
-  static final String VNNI_PEAK = "vnni_peak";
+  static final String INT8_PEAK = "int8_peak";
   static final String GEMV_INT8 = "gemv_int8";
   static final String GEMV_BF16 = "gemv_bf16";
   static final String GEMV_BF16_BF16 = "gemv_bf16_bf16";
@@ -135,7 +135,7 @@ final class KernelCases {
     fill.int8(xq);
     fill.uniform(xScales, 1e-2f, 2e-2f);
     String shape = "n=" + n + " m=" + m + " k=" + k + " I8";
-    return new Case(GEMM_INT8, shape, 2.0 * n * m * k, "GOP/s", VNNI_PEAK, kernels -> kernels.matmulInt8(out, xq, xScales, w, wScales));
+    return new Case(GEMM_INT8, shape, 2.0 * n * m * k, "GOP/s", INT8_PEAK, kernels -> kernels.matmulInt8(out, xq, xScales, w, wScales));
   }
 
   /**

@@ -29,22 +29,24 @@ public final class ModelBench {
 
   static final String USAGE = """
       usage: bin/moemesh bench model [--model DIR] [--precision exact|bf16|int8] [--prompt-len P] [--decode-tokens N]
-                                     [--profile] [--json FILE]
+                                     [--profile] [--contend] [--json FILE]
         One request alone, at 1 and 2 threads: prefill of a P-token prompt, then N decode steps, each against the
         memory roofline (triad bandwidth measured in the same run). --profile: where a decode step's time goes, per
-        kernel op. Defaults: the bench demo model, int8, P = 512, N = 64.""";
+        kernel op. --contend: the 2-thread decode once more beside a CPU-bound process, against the same decode alone
+        (mean step times, which include any stall). Defaults: the bench demo model, int8, P = 512, N = 64.""";
 
-  record Settings(Path dir, Precision precision, int promptLength, int decodeSteps, String json, boolean profile) {
+  record Settings(Path dir, Precision precision, int promptLength, int decodeSteps, String json, boolean profile,
+      boolean contend) {
     static Settings of(BenchOptions o) {
       String model = o.value("--model", null);
       return new Settings(model != null ? Path.of(model) : null, Precision.parse(o.value("--precision", "int8")),
           positive("--prompt-len", o.value("--prompt-len", "512")), positive("--decode-tokens", o.value("--decode-tokens", "64")),
-          o.value("--json", null), o.flag("--profile"));
+          o.value("--json", null), o.flag("--profile"), o.flag("--contend"));
     }
   }
 
   static final Set<String> VALUES = Set.of("--model", "--precision", "--prompt-len", "--decode-tokens", "--json");
-  static final Set<String> FLAGS = Set.of("--profile");
+  static final Set<String> FLAGS = Set.of("--profile", "--contend");
 
   public static void main(String[] argv) throws Exception {
     BenchOptions.main("model", USAGE, argv, VALUES, FLAGS, Settings::of, ModelBench::benchmark);
@@ -79,6 +81,7 @@ public final class ModelBench {
               "tok/s", run.prefillTokensPerSecond() / roofline, "roofline", "one pass"));
           progress.log("threads %d: prefill %.1f tok/s, decode %.1f tok/s, roofline %.1f tok/s (%.0f GB/s, %d MiB/token)",
               threads, run.prefillTokensPerSecond(), run.decodeTokensPerSecond(), roofline, bandwidth, (weightBytes + kvBytes) >> 20);
+          if (s.contend() && threads == 2) results.addAll(contended(m, prompt, decodeSteps, shape + ", ctx " + promptLength, progress));
         }
         if (profile) {
           try (var kernels = NativeKernels.create(threads)) {
@@ -93,8 +96,34 @@ public final class ModelBench {
         }
       }
     }
+    try (NativeKernels probe = NativeKernels.create(1)) {
+      System.out.println(Report.machine() + ", native kernels: " + probe.isa().key());
+    }
     System.out.println(Report.table(results));
     if (json != null) Report.writeJson(Path.of(json), results);
+  }
+
+  /**
+   * Decode alone and beside one CPU-bound process (a shell loop, as a noisy neighbour or a container at its quota
+   * would be), alternated twice; rates from mean step times, so stalls count. The ratio is contended over quiet.
+   */
+  static List<Measurement> contended(DeepseekModel m, int[] prompt, int steps, String shape, Progress progress) throws Exception {
+    double quiet = 0, busy = 0;
+    for (int round = 0; round < 2; round++) {
+      quiet += steps / run(m, prompt, steps, () -> {}).decodeSeconds();
+      Process hog = new ProcessBuilder("sh", "-c", "while :; do :; done").start();
+      try {
+        busy += steps / run(m, prompt, steps, () -> {}).decodeSeconds();
+      } finally {
+        hog.destroyForcibly().waitFor();
+      }
+    }
+    quiet /= 2;
+    busy /= 2;
+    progress.log("threads 2: decode %.1f tok/s alone, %.1f beside a CPU-bound process (%.2f)", quiet, busy, busy / quiet);
+    return List.of(new Measurement("decode_alone", shape + ", mean step", 2, quiet, "tok/s", null, null, "mean of 2 x " + steps + " steps"),
+        new Measurement("decode_contended", shape + ", one CPU-bound process beside", 2, busy, "tok/s", busy / quiet, "decode_alone",
+            "mean of 2 x " + steps + " steps"));
   }
 
   /** Decode's rate from its median step; {@code decodeSeconds} is all steps' wall time. */

@@ -127,6 +127,9 @@ public final class ThroughputBench {
         }
       }
     }
+    try (NativeKernels probe = NativeKernels.create(1)) {
+      System.out.println(Report.machine() + ", native kernels: " + probe.isa().key());
+    }
     System.out.println(Report.table(results));
     if (json != null) Report.writeJson(Path.of(json), results);
   }

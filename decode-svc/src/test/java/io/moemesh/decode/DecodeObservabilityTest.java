@@ -60,6 +60,17 @@ class DecodeObservabilityTest {
         .setFirstToken(SampledToken.newBuilder().setTokenId(7)).setOnLoadFailure(LoadFailurePolicy.LOAD_FAILURE_POLICY_FAIL).build();
   }
 
+  /** The kernels' instruction-set path is a label of moemesh_kernels_info, the one this JVM's kernels pick. */
+  @Test
+  void theKernelsPathIsExported() throws Exception {
+    String path;
+    try (var kernels = io.moemesh.kernels.KernelBackend.NATIVE.open(1)) {
+      path = kernels.path();
+    }
+    assertThat(metric(HTTP_PORT, "moemesh_kernels_info{path=\"" + path + "\"}")).isEqualTo(1.0);
+    assertThat(metric(HTTP_PORT, "moemesh_kernels_info{path=\"not-a-path\"}")).isZero();
+  }
+
   @Test
   void aDecodeIsOneTraceFromTheCallersContextThroughTheKvGetToTheStore() {
     FakeKvStore.hold("kv-traced", 12);

@@ -1,6 +1,8 @@
 package io.moemesh.enginehost;
 
 import io.grpc.Status;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
 import io.moemesh.engine.Engine;
 import io.moemesh.engine.EngineSettings;
 import io.moemesh.engine.KvConnector;
@@ -37,6 +39,7 @@ public class EngineHost {
   private final AtomicReference<LoadedEngine> loaded = new AtomicReference<>();
   private final AtomicReference<String> failure = new AtomicReference<>();
   @Inject KvConnector connector;
+  @Inject MeterRegistry registry;
   private volatile ExpertTransport transport; // the links to expert services, when the experts are remote
   private volatile DispatchingExperts dispatching; // the MoE layers' experts, when they are remote
 
@@ -47,10 +50,13 @@ public class EngineHost {
         EngineSettings settings = EngineSettings.fromConfig("moemesh.engine", key -> config.getOptionalValue(key, String.class));
         ExpertsSettings experts = ExpertsSettings.fromConfig(key -> config.getOptionalValue(key, String.class));
         long start = System.nanoTime();
-        loaded.set(experts.routedRemote() ? openWithRemoteExperts(settings, experts) : LoadedEngine.open(settings, connector, (done, total) -> {}));
-        LOG.infof("engine ready: %s (%s, experts %s) in %.1f s", settings.modelDir(), settings.precision(),
+        LoadedEngine engine = experts.routedRemote() ? openWithRemoteExperts(settings, experts) : LoadedEngine.open(settings, connector, (done, total) -> {});
+        Gauge.builder("moemesh_kernels_info", () -> 1).description("The kernels' instruction-set path (label path), 1")
+            .tag("path", engine.kernels().path()).tag("threads", Integer.toString(settings.threads())).register(registry);
+        loaded.set(engine);
+        LOG.infof("engine ready: %s (%s, experts %s, kernels %s) in %.1f s", settings.modelDir(), settings.precision(),
             experts.routedRemote() ? "on " + experts.shards().size() + " shards, shared " + (experts.sharedRemote() ? "remote" : "local") : "local",
-            (System.nanoTime() - start) / 1e9);
+            engine.kernels().name(), (System.nanoTime() - start) / 1e9);
       } catch (RuntimeException e) {
         failure.set(e.getMessage());
         LOG.error("engine failed to start", e);

@@ -53,6 +53,11 @@ public final class LoadedEngine implements AutoCloseable {
     return engine;
   }
 
+  /** The kernels the model runs on. */
+  public Kernels kernels() {
+    return kernels;
+  }
+
   public ModelConfig config() {
     return model.config();
   }

@@ -60,6 +60,7 @@ public class ExpertHost {
       try {
         long start = System.nanoTime();
         kernels = config.kernels().open(config.threads().orElse(Runtime.getRuntime().availableProcessors()));
+        metrics.kernels(kernels.path());
         model = ModelConfigReader.read(config.modelDir().resolve("config.json"));
         Placement placement = config.role() == ExpertConfig.Role.ROUTED
             ? StartingPlacement.choose(ExpertWeights.initialPlacement(model, config.numShards(), config.redundantSlots()), config.shard(),
@@ -71,8 +72,8 @@ public class ExpertHost {
         for (int i = 0; i < moe.length; i++) moe[i] = model.isMoeLayer(i);
         load = new ExpertLoad(moe, model.nRoutedExperts(), 8);
         if (placement != null) metrics.preparedVersion(() -> held.placement().version());
-        LOG.infof("experts ready: %s %s in %.1f s", config.role(), config.role() == ExpertConfig.Role.ROUTED
-            ? "shard " + config.shard() + "/" + config.numShards() : "", (System.nanoTime() - start) / 1e9);
+        LOG.infof("experts ready: %s %s (kernels %s) in %.1f s", config.role(), config.role() == ExpertConfig.Role.ROUTED
+            ? "shard " + config.shard() + "/" + config.numShards() : "", kernels.name(), (System.nanoTime() - start) / 1e9);
       } catch (RuntimeException e) {
         failure = e.getMessage();
         LOG.error("experts failed to load", e);
@@ -80,8 +81,21 @@ public class ExpertHost {
     });
   }
 
-  void stop(@Observes ShutdownEvent event) {
+  /**
+   * Frees the weights and the kernels once nothing can use them: synchronized with {@link #prepare} (a placement being
+   * loaded while the service stops used to quantize with a closed context), and after the compute thread's last call.
+   */
+  synchronized void stop(@Observes ShutdownEvent event) {
     compute.shutdownNow();
+    try {
+      if (!compute.awaitTermination(30, java.util.concurrent.TimeUnit.SECONDS)) {
+        LOG.warn("a compute task outlived 30 s of shutdown: the weights and kernels are left to the process's exit");
+        return;
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return;
+    }
     Held h = held;
     if (h != null) h.weights().close();
     if (kernels != null) kernels.close();

@@ -32,6 +32,12 @@ public class ExpertMetrics {
     registry.counter("moemesh_expert_dispatch_part_bytes_total", "kind", kind, "part", "routing").increment(routing);
   }
 
+  /** {@code moemesh_kernels_info{path}} = 1: the kernels' instruction-set path, as the engines export it. */
+  void kernels(String path) {
+    Gauge.builder("moemesh_kernels_info", () -> 1).description("The kernels' instruction-set path (label path), 1")
+        .tag("path", path).register(registry);
+  }
+
   /** {@code moemesh_expert_prepared_version}: the newest placement whose experts this routed shard holds. */
   void preparedVersion(Supplier<Number> version) {
     Gauge.builder("moemesh_expert_prepared_version", version).description("Newest placement version whose experts this shard holds")
