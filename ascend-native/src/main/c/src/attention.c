@@ -26,7 +26,7 @@ typedef struct {
 /* Unit u is row tile i = u % tiles of head u / tiles: one head's keys and values stay in cache over its tiles. The
  * tiles are taken 0, last, 1, last - 1, ...: a causal prompt's later rows see more keys, so every run of units,
  * whichever thread takes it, mixes short rows and long. */
-static void attention_unit(const attention_job *j, int64_t u, float *s) {
+static void attention_unit(const attention_job *j, int64_t u, float *s, float *vb) {
   int64_t i = u % j->tiles, h = u / j->tiles;
   int64_t tile = i % 2 == 0 ? i / 2 : j->tiles - 1 - i / 2, t0 = tile * UNIT_ROWS;
   int64_t rows = j->nq - t0 < UNIT_ROWS ? j->nq - t0 : UNIT_ROWS, counts[UNIT_ROWS], longest[UNIT_ROWS / MK_ATTENTION_ROWS];
@@ -50,19 +50,24 @@ static void attention_unit(const attention_job *j, int64_t u, float *s) {
                             longest[g] - p < 4 ? longest[g] - p : 4, j->dqk);
     }
   for (int64_t r = 0; r < rows; r++) j->isa->softmax(s + r * j->nk, counts[r], j->scale);
-  for (int64_t p = 0; p < most; p += VALUE_BLOCK)
+  for (int64_t p = 0; p < most; p += VALUE_BLOCK) {
+    /* the block's value rows packed together (vb row p = v row p): in place they lie heads · dv floats apart, a
+     * stride whose rows share a few L1 sets, and the groups would fetch them again from L2 */
+    for (int64_t i = p; i < most && i < p + VALUE_BLOCK; i++) memcpy(vb + i * j->dv, v + i * ldv, sizeof(float) * (size_t)j->dv);
     for (int64_t g = 0; g < groups; g++) {
       int64_t r0 = g * MK_ATTENTION_ROWS, mr = rows - r0 < MK_ATTENTION_ROWS ? rows - r0 : MK_ATTENTION_ROWS;
-      j->isa->weighted_rows(o + r0 * ldo, ldo, s + r0 * j->nk, j->nk, v, ldv, mr, counts + r0, j->dv, p, p + VALUE_BLOCK);
+      j->isa->weighted_rows(o + r0 * ldo, ldo, s + r0 * j->nk, j->nk, vb, j->dv, mr, counts + r0, j->dv, p, p + VALUE_BLOCK);
     }
+  }
 }
 
 static void attention_range(void *raw, int64_t begin, int64_t end) {
   const attention_job *j = raw;
-  float *s = malloc(sizeof(float) * (size_t)(UNIT_ROWS * j->nk));
-  if (s == NULL) abort(); /* UNIT_ROWS · nk floats; failure means the process is already lost */
-  for (int64_t u = begin; u < end; u++) attention_unit(j, u, s);
+  float *s = malloc(sizeof(float) * (size_t)(UNIT_ROWS * j->nk)), *vb = malloc(sizeof(float) * (size_t)(j->nk * j->dv));
+  if (s == NULL || vb == NULL) abort(); /* (UNIT_ROWS + dv) · nk floats; failure means the process is already lost */
+  for (int64_t u = begin; u < end; u++) attention_unit(j, u, s, vb);
   free(s);
+  free(vb);
 }
 
 MK_EXPORT int32_t mk_attention(mk_context *ctx, float *out, int64_t ldo, const float *q, int64_t ldq, const float *k,

@@ -52,6 +52,33 @@ INLINE void tile_f32(float *out, int64_t ldo, const float *x, int64_t ldx, const
   }
 }
 
+/* tile_f32(2, 4) on F32 weights in named accumulators, each weight chunk loaded once for both rows (as an array GCC
+ * folded the weight loads into the multiply-adds, twice each): the same chains and tree. */
+INLINE void tile_f32_2x4(float *out, int64_t ldo, const float *x, int64_t ldx, const float *w, int64_t ldw, int64_t k) {
+  __m256 a00 = _mm256_setzero_ps(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00, a13 = a00;
+  const float *w0 = w, *w1 = w + ldw, *w2 = w + 2 * ldw, *w3 = w + 3 * ldw, *x0 = x, *x1 = x + ldx;
+#define STEP(LOAD)                                                                                           \
+  {                                                                                                          \
+    __m256 v0 = LOAD(w0 + j), v1 = LOAD(w1 + j), v2 = LOAD(w2 + j), v3 = LOAD(w3 + j);                      \
+    __asm__("" : "+x"(v0), "+x"(v1), "+x"(v2), "+x"(v3)); /* in registers, not folded into each FMA */     \
+    __m256 p = LOAD(x0 + j), q = LOAD(x1 + j);                                                               \
+    a00 = _mm256_fmadd_ps(p, v0, a00), a01 = _mm256_fmadd_ps(p, v1, a01);                                    \
+    a02 = _mm256_fmadd_ps(p, v2, a02), a03 = _mm256_fmadd_ps(p, v3, a03);                                    \
+    a10 = _mm256_fmadd_ps(q, v0, a10), a11 = _mm256_fmadd_ps(q, v1, a11);                                    \
+    a12 = _mm256_fmadd_ps(q, v2, a12), a13 = _mm256_fmadd_ps(q, v3, a13);                                    \
+  }
+#define FULL(ptr) _mm256_loadu_ps(ptr)
+#define TAIL(ptr) load8(ptr, k - j)
+  int64_t j = 0;
+  for (; j + 8 <= k; j += 8) STEP(FULL)
+  if (j < k) STEP(TAIL)
+#undef TAIL
+#undef FULL
+#undef STEP
+  _mm_storeu_ps(out, hsum8x4(a00, a01, a02, a03));
+  _mm_storeu_ps(out + ldo, hsum8x4(a10, a11, a12, a13));
+}
+
 /* x for BF16 weights: each full 16-element chunk as its 8 even then its 8 odd elements; the tail as is. */
 static void prepare_x_bf16(float *xp, const float *x, int64_t k) {
   int64_t j = 0;
@@ -106,7 +133,7 @@ static void matmul_tile(float *out, int64_t ldo, const float *x, int64_t ldx, co
       if (w_bf16) {
         tile_f32(ot, ldo, xt, ldx, w, 1, ldw, 2, 2, k);
         tile_f32(ot + 2, ldo, xt, ldx, (const uint16_t *)w + 2 * ldw, 1, ldw, 2, 2, k);
-      } else tile_f32(ot, ldo, xt, ldx, w, 0, ldw, 2, 4, k);
+      } else tile_f32_2x4(ot, ldo, xt, ldx, w, ldw, k);
       continue;
     }
     if (mr - t == 1 && nr == 4 && !w_bf16) {
@@ -351,37 +378,49 @@ static void softmax(float *s, int64_t n, float scale) {
 
 /* MR rows' outputs over the 16 columns at c, positions [from, to): the positions all MR rows see with 2 values loaded
  * once for MR rows, then each row's own last positions. Either way acc += w_r[p] · v_p[c + 8z] in position order
- * (fused multiply-adds), started at zero when from is 0, else at what o holds. */
+ * (fused multiply-adds), started at zero when from is 0, else at what o holds. Named accumulators: as an array, GCC
+ * stored them to the stack every position (6x slower). */
 INLINE void rows_chunk(float *o, int64_t ldo, const float *w, int64_t ldw, const float *v, int64_t ldv, const int MR,
                        const int64_t *counts, int64_t c, int64_t d, int64_t from, int64_t to) {
   int64_t n0 = d - c, n1 = d - c - 8, common = to;
   for (int r = 0; r < MR; r++) common = counts[r] < common ? counts[r] : common;
   if (common < from) common = from;
-  __m256 a[4][2];
-  for (int r = 0; r < MR; r++) {
-    const float *in = o + r * ldo + c;
-    a[r][0] = from > 0 ? load8(in, n0) : _mm256_setzero_ps();
-    a[r][1] = from > 0 ? load8(in + 8, n1) : _mm256_setzero_ps();
+#define LOAD(r)                                                                                              \
+  __m256 a##r##0 = _mm256_setzero_ps(), a##r##1 = a##r##0;                                                   \
+  if (r < MR && from > 0) a##r##0 = load8(o + r * ldo + c, n0), a##r##1 = load8(o + r * ldo + c + 8, n1);
+  LOAD(0) LOAD(1) LOAD(2) LOAD(3)
+#undef LOAD
+#define ROW(r)                                                                                               \
+  if (r < MR) {                                                                                              \
+    __m256 wr = _mm256_broadcast_ss(w + r * ldw + p);                                                        \
+    a##r##0 = _mm256_fmadd_ps(wr, v0, a##r##0), a##r##1 = _mm256_fmadd_ps(wr, v1, a##r##1);                  \
   }
-  for (int64_t p = from; p < common; p++) {
-    const float *vp = v + p * ldv + c;
-    __m256 v0 = load8(vp, n0), v1 = load8(vp + 8, n1);
-    for (int r = 0; r < MR; r++) {
-      __m256 wr = _mm256_broadcast_ss(w + r * ldw + p);
-      a[r][0] = _mm256_fmadd_ps(wr, v0, a[r][0]), a[r][1] = _mm256_fmadd_ps(wr, v1, a[r][1]);
-    }
-  }
-  for (int r = 0; r < MR; r++) {
-    int64_t end = counts[r] < to ? counts[r] : to;
-    for (int64_t p = common; p < end; p++) {
+  if (n1 >= 8) /* whole 16-column chunks without masks */
+    for (int64_t p = from; p < common; p++) {
       const float *vp = v + p * ldv + c;
-      __m256 wr = _mm256_broadcast_ss(w + r * ldw + p);
-      a[r][0] = _mm256_fmadd_ps(wr, load8(vp, n0), a[r][0]), a[r][1] = _mm256_fmadd_ps(wr, load8(vp + 8, n1), a[r][1]);
+      __m256 v0 = _mm256_loadu_ps(vp), v1 = _mm256_loadu_ps(vp + 8);
+      ROW(0) ROW(1) ROW(2) ROW(3)
     }
-    float *out = o + r * ldo + c;
-    store8(out, a[r][0], n0);
-    if (n1 > 0) store8(out + 8, a[r][1], n1);
+  else
+    for (int64_t p = from; p < common; p++) {
+      const float *vp = v + p * ldv + c;
+      __m256 v0 = load8(vp, n0), v1 = load8(vp + 8, n1);
+      ROW(0) ROW(1) ROW(2) ROW(3)
+    }
+#undef ROW
+#define TAIL(r)                                                                                              \
+  if (r < MR) {                                                                                              \
+    int64_t end = counts[r] < to ? counts[r] : to;                                                           \
+    for (int64_t p = common; p < end; p++) {                                                                 \
+      const float *vp = v + p * ldv + c;                                                                     \
+      __m256 wr = _mm256_broadcast_ss(w + r * ldw + p);                                                      \
+      a##r##0 = _mm256_fmadd_ps(wr, load8(vp, n0), a##r##0), a##r##1 = _mm256_fmadd_ps(wr, load8(vp + 8, n1), a##r##1); \
+    }                                                                                                        \
+    store8(o + r * ldo + c, a##r##0, n0);                                                                    \
+    if (n1 > 0) store8(o + r * ldo + c + 8, a##r##1, n1);                                                    \
   }
+  TAIL(0) TAIL(1) TAIL(2) TAIL(3)
+#undef TAIL
 }
 
 static void weighted_rows(float *o, int64_t ldo, const float *w, int64_t ldw, const float *v, int64_t ldv, int64_t mr,
