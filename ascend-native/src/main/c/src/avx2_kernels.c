@@ -259,29 +259,46 @@ static void mla_accumulate(float *o, const float *prob, const float *kv, int64_t
 }
 
 /* ---- MLA decode on F32 rows (mla.c converts each block of latent rows once for all heads) ----
- * mla_scores for HN heads at once (head h's query rows at ql + h·ldq and qr + h·ldr, its scores at s + h·lds): each
- * chunk of a latent row is loaded once for all of them, each head's chain the one mla_scores runs. HN is a constant,
- * so the accumulators stay in registers (a runtime count kept them in memory: 6x slower). */
-INLINE void scores_heads(float *s, int64_t lds, const float *ql, int64_t ldq, const float *qr, int64_t ldr,
-                         const float *kv, int64_t count, int64_t width, int64_t rank, float scale, const int HN) {
-  for (int64_t p = 0; p < count; p++) {
-    const float *row = kv + p * width;
-    __m256 acc[MK_MLA_HEADS];
-    for (int h = 0; h < HN; h++) acc[h] = _mm256_setzero_ps();
-    for (int part = 0; part < 2; part++) { /* c_kv against q_latent, then k_pe against q_rope */
-      const float *q = part == 0 ? ql : qr;
-      int64_t ld = part == 0 ? ldq : ldr, base = part == 0 ? 0 : rank, len = part == 0 ? rank : width - rank, c = 0;
-      for (; c + 8 <= len; c += 8) {
-        __m256 kc = _mm256_loadu_ps(row + base + c);
-        for (int h = 0; h < HN; h++) acc[h] = _mm256_fmadd_ps(_mm256_loadu_ps(q + h * ld + c), kc, acc[h]);
-      }
-      if (c < len) {
-        __m256 kc = load8(row + base + c, len - c);
-        for (int h = 0; h < HN; h++) acc[h] = _mm256_fmadd_ps(load8(q + h * ld + c, len - c), kc, acc[h]);
-      }
-    }
-    for (int h = 0; h < HN; h++) s[h * lds + p] = hsum8(acc[h]) * scale;
+ * Scores of positions p, p + 1 (two when `two`) for H <= 4 heads (head h's query rows at ql + h·ldq, qr + h·ldr, its
+ * scores at s + h·lds): each latent chunk and each query chunk loaded once for the 2 x H products, in named
+ * accumulators. Each (position, head) is one chain, c_kv against q_latent then k_pe against q_rope in 8-column steps,
+ * and one hsum8: the same bits whichever positions and heads share a call. */
+INLINE void scores_2xh(float *s, int64_t lds, const float *ql, int64_t ldq, const float *qr, int64_t ldr,
+                       const float *row0, const float *row1, int two, int64_t rank, int64_t rope, float scale, const int H) {
+  __m256 z = _mm256_setzero_ps(), a00 = z, a01 = z, a02 = z, a03 = z, a10 = z, a11 = z, a12 = z, a13 = z;
+#define HEAD(h, Q)                                                                                           \
+  if (H > h) {                                                                                               \
+    __m256 qv = Q;                                                                                           \
+    a0##h = _mm256_fmadd_ps(qv, k0, a0##h), a1##h = _mm256_fmadd_ps(qv, k1, a1##h);                          \
   }
+  for (int part = 0; part < 2; part++) { /* c_kv against q_latent, then k_pe against q_rope */
+    const float *q = part == 0 ? ql : qr, *r0 = part == 0 ? row0 : row0 + rank, *r1 = part == 0 ? row1 : row1 + rank;
+    int64_t ld = part == 0 ? ldq : ldr, len = part == 0 ? rank : rope, c = 0;
+    for (; c + 8 <= len; c += 8) {
+      __m256 k0 = _mm256_loadu_ps(r0 + c), k1 = two ? _mm256_loadu_ps(r1 + c) : k0;
+      HEAD(0, _mm256_loadu_ps(q + c)) HEAD(1, _mm256_loadu_ps(q + ld + c))
+      HEAD(2, _mm256_loadu_ps(q + 2 * ld + c)) HEAD(3, _mm256_loadu_ps(q + 3 * ld + c))
+    }
+    if (c < len) {
+      __m256 k0 = load8(r0 + c, len - c), k1 = two ? load8(r1 + c, len - c) : k0;
+      HEAD(0, load8(q + c, len - c)) HEAD(1, load8(q + ld + c, len - c))
+      HEAD(2, load8(q + 2 * ld + c, len - c)) HEAD(3, load8(q + 3 * ld + c, len - c))
+    }
+  }
+#undef HEAD
+#define OUT(h)                                                                                               \
+  if (H > h) {                                                                                               \
+    s[h * lds] = hsum8(a0##h) * scale;                                                                       \
+    if (two) s[h * lds + 1] = hsum8(a1##h) * scale;                                                          \
+  }
+  OUT(0) OUT(1) OUT(2) OUT(3)
+#undef OUT
+}
+
+INLINE void scores_heads(float *s, int64_t lds, const float *ql, int64_t ldq, const float *qr, int64_t ldr,
+                         const float *kv, int64_t count, int64_t width, int64_t rank, float scale, const int H) {
+  for (int64_t p = 0; p < count; p += 2)
+    scores_2xh(s + p, lds, ql, ldq, qr, ldr, kv + p * width, kv + (p + 1) * width, count - p > 1, rank, width - rank, scale, H);
 }
 
 /* mla_scores is mla_scores_heads for one head: the same chain per (position, head). */
@@ -292,18 +309,16 @@ static void mla_scores(float *s, const float *ql, const float *qr, const float *
 
 static void mla_scores_heads(float *s, int64_t lds, const float *ql, int64_t ldq, const float *qr, int64_t ldr, int64_t hn,
                              const float *kv, int64_t count, int64_t width, int64_t rank, float scale) {
-#define HEADS(n) scores_heads(s, lds, ql, ldq, qr, ldr, kv, count, width, rank, scale, n)
-  switch (hn) {
-    case 1: HEADS(1); break;
-    case 2: HEADS(2); break;
-    case 3: HEADS(3); break;
-    case 4: HEADS(4); break;
-    case 5: HEADS(5); break;
-    case 6: HEADS(6); break;
-    case 7: HEADS(7); break;
-    default: HEADS(8); break;
+  for (int64_t h = 0; h < hn; h += 4) {
+    float *sh = s + h * lds;
+    const float *qlh = ql + h * ldq, *qrh = qr + h * ldr;
+    switch (hn - h) {
+      case 1: scores_heads(sh, lds, qlh, ldq, qrh, ldr, kv, count, width, rank, scale, 1); break;
+      case 2: scores_heads(sh, lds, qlh, ldq, qrh, ldr, kv, count, width, rank, scale, 2); break;
+      case 3: scores_heads(sh, lds, qlh, ldq, qrh, ldr, kv, count, width, rank, scale, 3); break;
+      default: scores_heads(sh, lds, qlh, ldq, qrh, ldr, kv, count, width, rank, scale, 4); break;
+    }
   }
-#undef HEADS
 }
 
 /* mla_accumulate for HN (<= 4) heads at once (head h's output row at o + h·ldo, its weights at prob + h·ldp): 16

@@ -318,7 +318,10 @@ MK_EXPORT int32_t mk_mla_decode(mk_context *ctx, float *out, int64_t ldo, const 
                .scale2 = softmax_scale * LOG2E, .chunks_per_row = chunks_per_row, .items = items, .groups = 1};
   int tiled = q_dtype == MK_BF16 && ctx->isa->mla_tile_bf16 != NULL;
   if (items < (int64_t)ctx->threads * ITEMS_PER_THREAD) /* the tile kernel's groups are its tiles */
-    j.groups = tiled ? (heads + TILE_HEADS - 1) / TILE_HEADS : heads < HEAD_GROUPS ? heads : HEAD_GROUPS;
+    j.groups = tiled                                  ? (heads + TILE_HEADS - 1) / TILE_HEADS
+               : ctx->isa->mla_scores_heads != NULL ? (heads + MK_MLA_HEADS - 1) / MK_MLA_HEADS
+               : heads < HEAD_GROUPS                ? heads
+                                                    : HEAD_GROUPS;
   /* A BF16 query is gathered into rows of q_latent ‖ q_rope for the BF16 row kernels, or widened to F32 (exactly)
    * for the F32 ones. */
   uint16_t *q16 = NULL;
