@@ -6,7 +6,7 @@
 #
 #   src/test/c/run-checks.sh                   # native (x86-64 or aarch64), portable path (MK_ISA_PORTABLE)
 #   src/test/c/run-checks.sh --cross aarch64   # aarch64-linux-gnu-gcc, run under qemu-aarch64
-#   MK_CHECK_ISA=3 src/test/c/run-checks.sh    # the same checks on another path (MK_ISA_*; see contract_check.c)
+#   MK_CHECK_ISA=0,3 src/test/c/run-checks.sh  # the same checks on these paths (MK_ISA_*; a path the CPU lacks is skipped)
 #
 # Environment: CC (default cc, or aarch64-linux-gnu-gcc with --cross), QEMU (default qemu-aarch64), SYSROOT (default
 # /usr/aarch64-linux-gnu), TIMEOUT (seconds for the run, default 900).
@@ -48,5 +48,8 @@ fi
 # as its first check, the way the JVM loads it.
 timeout 300 "$cc" -std=c11 -O2 -ffp-contract=off -Wall -Wextra -Werror=implicit-function-declaration -I"$csrc/include" \
   -o "$scratch/contract_check" "$here/contract_check.c" "$scratch"/obj/*.o -lm -ldl -pthread
-echo "run-checks: $arch${runner:+ under ${runner[0]}}: running contract_check"
-timeout "${TIMEOUT:-900}" "${runner[@]}" "$scratch/contract_check" "$scratch/lib/linux-$arch/libmoemesh_kernels.so"
+IFS=, read -r -a paths <<<"${MK_CHECK_ISA:-0}"
+for isa in "${paths[@]}"; do
+  echo "run-checks: $arch${runner:+ under ${runner[0]}}: running contract_check on path $isa"
+  MK_CHECK_ISA=$isa timeout "${TIMEOUT:-900}" "${runner[@]}" "$scratch/contract_check" "$scratch/lib/linux-$arch/libmoemesh_kernels.so"
+done

@@ -34,9 +34,18 @@ import jinjava.javax.el.CompositeELResolver;
  * renders nothing in Jinjava; an unknown filter is ignored instead of failing; booleans print as {@code true} (Python:
  * {@code True}) and lists in Java's {@code [a, b]} form; {@code 'a' + none} gives {@code anull} instead of failing.
  *
+ * <p>Message content and every other context value are data, never template source (Jinjava's nested
+ * interpretation is off), and a render writes at most {@link #MAX_OUTPUT_CHARS} characters.
+ *
  * <p>Immutable and thread-safe; renders may run concurrently.
  */
 public final class ChatTemplate {
+  /**
+   * The most characters a render may write: far above any prompt a model takes (128 K tokens are ~0.5 M characters),
+   * far below what would hurt the process. A template that writes more fails to render.
+   */
+  public static final long MAX_OUTPUT_CHARS = 16L << 20;
+
   private static final Jinjava JINJAVA = createJinjava();
 
   private final String source;
@@ -158,6 +167,10 @@ public final class ChatTemplate {
     JinjavaConfig config = JinjavaConfig.newBuilder()
         .withTrimBlocks(true)
         .withLstripBlocks(true)
+        // Message content is data: Jinjava otherwise renders template syntax found in an expression's value again
+        // ("{{ 7*7 }}" in a message became 49; nested loops in 114 bytes took 18 s and ~900 MB).
+        .withNestedInterpretationEnabled(false)
+        .withMaxOutputSize(MAX_OUTPUT_CHARS)
         .withElResolver(resolvers)
         // Python Jinja semantics: "-" also trims around {{ }} expressions; dict keys are expressions. Not the
         // "natural" operator precedence: it reads `not x is defined` as `(not x) is defined`, unlike Jinja.

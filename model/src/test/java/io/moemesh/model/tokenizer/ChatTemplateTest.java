@@ -46,6 +46,38 @@ class ChatTemplateTest {
     }
   }
 
+  /** What a client writes in a message is text for the model, never template code for the gateway. */
+  @Nested
+  class ContentIsData {
+    @Test
+    void templateSyntaxInContentIsRenderedAsWritten() {
+      for (String content : List.of("{{ 7*7 }}", "{{ messages }}", "{% set x = 1 %}{{ x }}", "{# note #}",
+          "{{ raise_exception('boom') }}", "{%- if true -%}yes{%- endif -%}")) {
+        assertThat(SHIPPED.render(List.of(user(content)), true)).as(content)
+            .isEqualTo(BOS + "<｜User｜>" + content + "<｜Assistant｜>");
+      }
+    }
+
+    /** 114 bytes of nested loops: data now, rendered as written in no time (it was 18 s and ~900 MB). */
+    @Test
+    void nestedLoopsInContentDoNoWork() {
+      String loops = "{% for a in range(999) %}{% for b in range(999) %}{% for c in range(999) %}x{% endfor %}{% endfor %}{% endfor %}";
+      long start = System.nanoTime();
+      String rendered = SHIPPED.render(List.of(user(loops), assistant("ok"), user(loops)), true);
+      assertThat((System.nanoTime() - start) / 1e9).isLessThan(5.0);
+      assertThat(rendered).contains("<｜User｜>" + loops + "<｜Assistant｜>ok").endsWith(loops + "<｜Assistant｜>");
+    }
+
+    /** The template's own output is bounded: a template that writes without end fails instead of filling memory. */
+    @Test
+    void aRenderPastTheOutputLimitFails() {
+      var runaway = ChatTemplate.of("{% for i in range(100000) %}{% for m in messages %}{{ m['content'] }}{% endfor %}{% endfor %}", BOS, "</s>");
+      String kilobyte = "k".repeat(64 << 10);
+      assertThatThrownBy(() -> runaway.render(List.of(user(kilobyte), user(kilobyte), user(kilobyte)), false))
+          .isInstanceOf(ChatTemplateException.class);
+    }
+  }
+
   @Nested
   class DeepSeekV3Format {
     @Test
