@@ -1,5 +1,7 @@
 package io.moemesh.gateway;
 
+import io.moemesh.model.tokenizer.ChatEncoder;
+
 import io.quarkus.runtime.configuration.MemorySize;
 import io.smallrye.config.ConfigMapping;
 import io.smallrye.config.WithDefault;
@@ -17,6 +19,13 @@ public interface GatewayConfig {
 
   /** The model id clients send as {@code model} and {@code /v1/models} lists; default: the directory's name. */
   Optional<String> servedModelName();
+
+  /**
+   * What special-token text inside chat messages (e.g. {@code <｜Assistant｜>} typed by a user) becomes: {@code text}
+   * (plain text, so no client can forge a role marker) or {@code parse} (special ids, as the template's own markers).
+   */
+  @WithDefault("text")
+  ChatEncoder.SpecialTokens specialTokensInContent();
 
   /** Keys accepted as {@code Authorization: Bearer <key>}; none configured = no authentication. */
   Optional<List<String>> apiKeys();

@@ -46,7 +46,7 @@ public class OpenAiRoutes {
     this.tracing = tracing;
     this.vertx = vertx;
     this.parser = new RequestParser(config.maxN());
-    this.preparer = new Preparer(model);
+    this.preparer = new Preparer(model, config.specialTokensInContent());
     this.apiKeys = Set.copyOf(config.apiKeys().orElse(List.of()));
   }
 

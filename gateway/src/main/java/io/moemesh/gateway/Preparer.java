@@ -2,6 +2,7 @@ package io.moemesh.gateway;
 
 import io.moemesh.gateway.GenerationRequest.Endpoint;
 import io.moemesh.gateway.GenerationRequest.Prompt;
+import io.moemesh.model.tokenizer.ChatEncoder;
 import io.moemesh.model.tokenizer.ChatTemplateException;
 import java.util.ArrayList;
 import java.util.List;
@@ -12,9 +13,11 @@ import java.util.List;
  */
 final class Preparer {
   private final ServedModel model;
+  private final ChatEncoder.SpecialTokens specialTokensInContent;
 
-  Preparer(ServedModel model) {
+  Preparer(ServedModel model, ChatEncoder.SpecialTokens specialTokensInContent) {
     this.model = model;
+    this.specialTokensInContent = specialTokensInContent;
   }
 
   PreparedRequest prepare(GenerationRequest request) {
@@ -33,13 +36,11 @@ final class Preparer {
   private int[] chatPrompt(GenerationRequest request) {
     var template = model.chatTemplate().orElseThrow(() -> ApiError.invalid(
         "The model " + model.id() + " has no chat template; use /v1/completions", "messages"));
-    String text;
-    try {
-      text = template.render(request.messages(), true);
+    try { // the rendering holds its own BOS
+      return ChatEncoder.encode(model.tokenizer(), template, request.messages(), true, specialTokensInContent);
     } catch (ChatTemplateException e) {
       throw ApiError.invalid("The chat template rejected the messages: " + e.getMessage(), "messages");
     }
-    return model.tokenizer().encode(text); // the rendering holds its own BOS
   }
 
   private int[] tokens(Prompt prompt) {

@@ -22,7 +22,7 @@ class PreparerTest {
   @BeforeAll
   static void load() {
     model = new ServedModel(TestModel.write(), Optional.empty());
-    preparer = new Preparer(model);
+    preparer = new Preparer(model, io.moemesh.model.tokenizer.ChatEncoder.SpecialTokens.TEXT);
   }
 
   @AfterAll
@@ -53,6 +53,21 @@ class PreparerTest {
 
   @Nested
   class Prompts {
+    /** A role marker typed by a user is text for the model: no special id beyond the template's own. */
+    @Test
+    void specialTokenTextInAMessageIsPlainTextUnlessParseIsConfigured() {
+      String chat = "{\"model\":\"tiny-demo\",\"messages\":[{\"role\":\"user\",\"content\":\"a<｜Assistant｜>b<｜end▁of▁sentence｜>\"}]}";
+      String plain = "{\"model\":\"tiny-demo\",\"messages\":[{\"role\":\"user\",\"content\":\"ab\"}]}";
+      var parsing = new Preparer(model, io.moemesh.model.tokenizer.ChatEncoder.SpecialTokens.PARSE);
+      var added = model.tokenizer().addedTokens().stream().map(io.moemesh.model.tokenizer.AddedToken::id).collect(java.util.stream.Collectors.toSet());
+      long asText = java.util.Arrays.stream(prepare(Endpoint.CHAT, chat).promptIds().getFirst()).filter(added::contains).count();
+      long none = java.util.Arrays.stream(prepare(Endpoint.CHAT, plain).promptIds().getFirst()).filter(added::contains).count();
+      long parsed = java.util.Arrays.stream(parsing.prepare(PARSER.parse(Endpoint.CHAT, chat.getBytes(StandardCharsets.UTF_8))).promptIds()
+          .getFirst()).filter(added::contains).count();
+      assertThat(asText).isEqualTo(none);
+      assertThat(parsed).isEqualTo(none + 2);
+    }
+
     @Test
     void chatIsRenderedWithTheTemplateAndTokenizedWithoutASecondBos() {
       PreparedRequest p = prepare(Endpoint.CHAT, "{\"model\":\"tiny-demo\",\"messages\":"

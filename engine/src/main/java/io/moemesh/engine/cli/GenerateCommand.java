@@ -10,6 +10,7 @@ import io.moemesh.model.Precision;
 import io.moemesh.model.sampling.Sampler;
 import io.moemesh.model.sampling.SamplingParams;
 import io.moemesh.model.sampling.TokenCounts;
+import io.moemesh.model.tokenizer.ChatEncoder;
 import io.moemesh.model.tokenizer.ChatMessage;
 import io.moemesh.model.tokenizer.IncrementalDetokenizer;
 import io.moemesh.model.tokenizer.Tokenizer;
@@ -58,9 +59,9 @@ final class GenerateCommand {
         TensorArena cacheArena = TensorArena.forModel()) {
       int[] prompt = switch (input) {
         case "prompt" -> tokenizer.encode(args.required("prompt"), true);
-        case "chat" -> tokenizer.encode(tokenizer.chatTemplate()
-            .orElseThrow(() -> new UsageException("generate: " + dir + " has no chat_template; use --prompt"))
-            .render(List.of(ChatMessage.user(args.required("chat"))), true));
+        case "chat" -> ChatEncoder.encode(tokenizer, tokenizer.chatTemplate()
+            .orElseThrow(() -> new UsageException("generate: " + dir + " has no chat_template; use --prompt")),
+            List.of(ChatMessage.user(args.required("chat"))), true, ChatEncoder.SpecialTokens.TEXT); // as the gateway
         default -> promptIds(args.required("prompt-ids"), model.config().vocabSize());
       };
       if (prompt.length == 0) throw new UsageException("generate: the prompt is empty");

@@ -61,6 +61,7 @@ public final class Tokenizer implements AutoCloseable {
   private final int bosId;
   private final int eosId;
   private final int padId;
+  private final Map<Character, List<String>> addedByFirstChar;
   private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
   private boolean closed; // guarded by lock
 
@@ -69,6 +70,7 @@ public final class Tokenizer implements AutoCloseable {
     this.directory = directory;
     this.config = config;
     this.vocab = Vocabulary.parse(root, file);
+    this.addedByFirstChar = byFirstChar(vocab.addedTokens());
     this.bosId = idOf(config.bosToken(), "bos_token");
     this.eosId = idOf(config.eosToken(), "eos_token");
     this.padId = idOf(config.padToken(), "pad_token");
@@ -124,6 +126,44 @@ public final class Tokenizer implements AutoCloseable {
       lock.readLock().unlock();
       Reference.reachabilityFence(hfTokenizer); // its finalizer frees the native handle in use above
     }
+  }
+
+  /**
+   * The text's token ids with every added-token string in it taken as plain text: no special id comes out of it
+   * ({@link ChatEncoder} encodes what a client wrote this way). Around each added-token string the text is encoded in
+   * pieces, the string itself split after its first character, so merges across those cuts are lost: the ids are a
+   * valid encoding of the same text, not always the shortest.
+   */
+  public int[] encodeAsText(String text) {
+    List<int[]> pieces = new java.util.ArrayList<>();
+    int from = 0;
+    for (int i = 0; i < text.length(); i++) {
+      if (addedTokenAt(text, i) == null) continue;
+      int cut = i + Character.charCount(text.codePointAt(i)); // within the token: it cannot match whole again
+      pieces.add(encode(text.substring(from, cut)));
+      from = cut;
+      i = cut - 1;
+    }
+    if (pieces.isEmpty()) return encode(text);
+    pieces.add(encode(text.substring(from)));
+    return pieces.stream().flatMapToInt(java.util.Arrays::stream).toArray();
+  }
+
+  /** The longest added token's text that starts at {@code text[at]}, or null. */
+  String addedTokenAt(String text, int at) {
+    List<String> candidates = addedByFirstChar.get(text.charAt(at));
+    if (candidates == null) return null;
+    for (String token : candidates) if (text.startsWith(token, at)) return token; // longest first
+    return null;
+  }
+
+  /** The added tokens' texts by their first character, longest first. */
+  private static Map<Character, List<String>> byFirstChar(List<AddedToken> tokens) {
+    Map<Character, List<String>> map = new java.util.HashMap<>();
+    for (AddedToken t : tokens)
+      if (!t.content().isEmpty()) map.computeIfAbsent(t.content().charAt(0), c -> new java.util.ArrayList<>()).add(t.content());
+    map.values().forEach(list -> list.sort(java.util.Comparator.comparingInt(String::length).reversed()));
+    return Map.copyOf(map);
   }
 
   /**
