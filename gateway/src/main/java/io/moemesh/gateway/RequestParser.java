@@ -24,7 +24,9 @@ import java.util.List;
  * the same way. Pure: no model, no framework (the model name and the context length are checked later).
  */
 final class RequestParser {
-  private static final ObjectMapper JSON = new ObjectMapper();
+  /** Strict: trailing data after the JSON value is an error, not ignored. */
+  private static final ObjectMapper JSON = new ObjectMapper()
+      .enable(com.fasterxml.jackson.databind.DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
   private final int maxN;
 
   RequestParser(int maxN) {
@@ -39,6 +41,7 @@ final class RequestParser {
     List<ChatMessage> messages = chat ? ChatMessages.parse(root.get("messages")) : List.of();
     List<Prompt> prompts = chat ? List.of() : prompts(get(root, "prompt"));
     if (!chat) rejectUnsupported(root);
+    rejectNotImplemented(root);
     int n = orDefault(integer(root, "n"), 1);
     if (n < 1 || n > maxN) throw ApiError.invalid("n must be in [1, " + maxN + "], got " + n, "n");
     boolean stream = orDefault(bool(root, "stream"), false);
@@ -174,6 +177,25 @@ final class RequestParser {
     Integer n = integer(root, "n");
     if (bestOf != null && bestOf != (n == null ? 1 : n)) {
       throw ApiError.invalid("best_of other than n is not supported", "best_of");
+    }
+  }
+
+  /**
+   * Parameters that would change the output but are not implemented yet: a 400 naming them, never a 200 that
+   * silently ignores them. ({@code response_format} of type {@code text} is the default, so it is accepted.)
+   */
+  private static void rejectNotImplemented(JsonNode root) {
+    for (String name : List.of("logit_bias", "tools", "tool_choice", "functions", "function_call")) {
+      JsonNode value = get(root, name);
+      if (value != null && !value.isNull() && !(value.isContainerNode() && value.isEmpty()))
+        throw ApiError.invalid(name + " is not supported by this server yet", name, "unsupported_parameter");
+    }
+    JsonNode format = get(root, "response_format");
+    if (format != null && !format.isNull()) {
+      JsonNode type = format.isObject() ? format.get("type") : null;
+      if (type == null || !type.isTextual() || !type.asText().equals("text"))
+        throw ApiError.invalid("response_format other than {\"type\": \"text\"} is not supported by this server yet",
+            "response_format", "unsupported_parameter");
     }
   }
 

@@ -45,6 +45,41 @@ class ErrorsTest {
   }
 
   @Test
+  void trailingDataAfterTheJsonIs400() {
+    given().contentType(ContentType.JSON).body(chat("hi").toString() + " {\"more\": 1}").post("/v1/chat/completions")
+        .then().statusCode(400).body("error.type", equalTo("invalid_request_error"))
+        .body("error.message", containsString("could not parse the JSON body"));
+  }
+
+  /** Parameters that would change the answer but are not implemented are a 400 naming them, not a silent 200. */
+  @Test
+  void unimplementedParametersAre400() {
+    ObjectNode bias = chat("hi");
+    bias.putObject("logit_bias").put("42", 100);
+    expect400(bias, "logit_bias", "not supported");
+    ObjectNode tools = chat("hi");
+    tools.putArray("tools").addObject().put("type", "function").putObject("function").put("name", "f");
+    expect400(tools, "tools", "not supported");
+    expect400(chat("hi").put("tool_choice", "required"), "tool_choice", "not supported");
+    ObjectNode format = chat("hi");
+    format.putObject("response_format").put("type", "json_object");
+    expect400(format, "response_format", "not supported");
+    ObjectNode text = chat("hi").put("max_tokens", 2);
+    text.putObject("response_format").put("type", "text");
+    post("/v1/chat/completions", null, text).then().statusCode(200);
+  }
+
+  @Test
+  void unknownPathsAndWrongMethodsAnswerInOpenAiShape() {
+    given().get("/v1/nothing-here").then().statusCode(404).contentType(ContentType.JSON)
+        .body("error.type", equalTo("invalid_request_error")).body("error.code", equalTo("not_found"));
+    given().get("/not/an/api").then().statusCode(404).body("error.code", equalTo("not_found"));
+    given().get("/v1/chat/completions").then().statusCode(405).contentType(ContentType.JSON)
+        .body("error.code", equalTo("method_not_allowed"));
+    given().delete("/v1/models").then().statusCode(405).body("error.code", equalTo("method_not_allowed"));
+  }
+
+  @Test
   void oversizedBodyIs413InOpenAiShape() {
     given().contentType(ContentType.JSON).body(chat("x".repeat(5 * 1024 * 1024)).toString())
         .post("/v1/chat/completions").then().statusCode(413).body("error.type", equalTo("invalid_request_error"));
