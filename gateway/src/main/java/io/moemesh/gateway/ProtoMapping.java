@@ -24,16 +24,31 @@ final class ProtoMapping {
     return b.build();
   }
 
-  /** How a failed call looks to the client: never a 500, which stays for the gateway's own bugs. */
+  /**
+   * How a failed call looks to the client: never a 500, which stays for the gateway's own bugs, and never an internal
+   * address (gRPC's descriptions name the replica it dialed; the full failure stays in the gateway's log).
+   */
   static ApiError toApiError(Throwable failure, Duration retryAfter) {
     if (failure instanceof ApiError e) return e;
     if (failure instanceof StatusRuntimeException e) return fromStatus(e.getStatus(), retryAfter);
-    if (failure instanceof BackendException e) return ApiError.backend(502, e.getMessage());
-    return ApiError.backend(502, "The mesh failed: " + failure);
+    if (failure instanceof BackendException e) return ApiError.backend(502, withoutAddresses(e.getMessage()));
+    return ApiError.backend(502, "The mesh failed: " + withoutAddresses(String.valueOf(failure)));
+  }
+
+  /** host:port, IPv4 and bracketed IPv6 addresses, and gRPC's bracketed stream details, taken out of a message. */
+  private static final java.util.regex.Pattern ADDRESS = java.util.regex.Pattern.compile(
+      "(?:[A-Za-z0-9.-]+/)?(?:\\d{1,3}(?:\\.\\d{1,3}){3}|\\[[0-9A-Fa-f:.]+\\]|[A-Za-z][A-Za-z0-9-]*(?:\\.[A-Za-z0-9-]+)*)(?::\\d{1,5})"
+          + "|\\b\\d{1,3}(?:\\.\\d{1,3}){3}\\b");
+
+  static String withoutAddresses(String message) {
+    if (message == null) return null;
+    int details = message.indexOf(" [closed=");
+    String head = details >= 0 ? message.substring(0, details) : message; // gRPC: "... [closed=[], open=[[remote_addr=...]]]"
+    return ADDRESS.matcher(head).replaceAll("<internal>");
   }
 
   private static ApiError fromStatus(Status status, Duration retryAfter) {
-    String detail = status.getDescription() == null ? status.getCode().name() : status.getDescription();
+    String detail = withoutAddresses(status.getDescription() == null ? status.getCode().name() : status.getDescription());
     return switch (status.getCode()) {
       case UNAVAILABLE -> ApiError.unavailable("A backend replica is unavailable: " + detail, retryAfter);
       case RESOURCE_EXHAUSTED -> ApiError.saturated("The mesh is saturated: " + detail, retryAfter);
