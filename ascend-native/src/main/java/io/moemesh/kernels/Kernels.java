@@ -2,7 +2,8 @@ package io.moemesh.kernels;
 
 /**
  * The kernel boundary: every op the model needs from the hardware. {@link ReferenceKernels} is the spec in
- * plain scalar Java; {@link NativeKernels} runs C with AVX-512 (VNNI, BF16); an Ascend backend would map
+ * plain scalar Java; {@link NativeKernels} runs C on the best path the CPU has (AVX-512 with VNNI and BF16, AVX2, or
+ * portable C); an Ascend backend would map
  * each op onto CANN operators (docs/ascend.md).
  *
  * <p>Shapes are written {@code (rows, cols)}; a tensor of higher rank is read as a matrix whose rows are all

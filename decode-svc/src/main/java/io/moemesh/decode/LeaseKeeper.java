@@ -20,7 +20,7 @@ import org.jboss.logging.Logger;
 
 /**
  * Keeps the KV object of a request that waits in the decode engine (queued behind full KV or busy slots)
- * from expiring in kv-store (ARCHITECTURE.md, "Prefill/decode disaggregation", step 4): the first ExtendLease
+ * from expiring in kv-store (docs/architecture.md, "Prefill/decode disaggregation", step 4): the first ExtendLease
  * goes out when half of the ticket's remaining lease has passed, each sets the lease to {@code ttl} from then, and the next
  * follows after half of that (a quarter after a failed call). Stops when the request starts loading, finishes
  * or is cancelled, and once the store says the object is gone.

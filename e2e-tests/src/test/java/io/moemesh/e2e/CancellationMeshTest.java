@@ -50,7 +50,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Cancellation is a tree (ARCHITECTURE.md, "Prefill/decode disaggregation", step 5): a client that leaves at any
+ * Cancellation is a tree (docs/architecture.md, "Prefill/decode disaggregation", step 5): a client that leaves at any
  * stage of its request frees the prefill request, the decode request and the store object, checked through the
  * services' metrics — no pages used on prefill or decode, no object writing, live or pinned in kv-store.
  *

@@ -17,7 +17,7 @@ import java.util.function.ToDoubleFunction;
 
 /**
  * The engine's figures on {@code /q/metrics} under vLLM's names, which Kubernetes inference gateways and
- * autoscalers read (ARCHITECTURE.md, "Observability"); NaN while the model loads.
+ * autoscalers read (docs/architecture.md, "Observability"); NaN while the model loads.
  */
 @ApplicationScoped
 public class EngineMetrics {

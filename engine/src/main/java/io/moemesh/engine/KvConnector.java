@@ -3,7 +3,7 @@ package io.moemesh.engine;
 import java.util.function.Consumer;
 
 /**
- * The engine's port to a KV store (ARCHITECTURE.md, "KV cache format and store"). Rows are raw bytes of the
+ * The engine's port to a KV store (docs/architecture.md, "KV cache format and store"). Rows are raw bytes of the
  * cache's dtype, row-major {@code (tokens, kv_lora_rank + qk_rope_head_dim)}, little-endian.
  */
 public interface KvConnector {

@@ -4,7 +4,7 @@ import io.moemesh.model.sampling.SampledToken;
 import java.util.Objects;
 
 /**
- * Where a request's prompt KV is computed and where it goes (ARCHITECTURE.md, "Prefill/decode
+ * Where a request's prompt KV is computed and where it goes (docs/architecture.md, "Prefill/decode
  * disaggregation"): one engine does everything, or a prefill engine exports it and a decode engine imports it.
  */
 public sealed interface KvHandoff {

@@ -57,7 +57,7 @@ public interface ExpertConfig {
 
   Balancer balancer();
 
-  /** Live rebalancing, run by routed shard 0 over {@link #peers()} (ARCHITECTURE.md, "Expert parallelism"). */
+  /** Live rebalancing, run by routed shard 0 over {@link #peers()} (docs/architecture.md, "Expert parallelism"). */
   interface Balancer {
     /**
      * How often shard 0 sums every shard's load, rebalances, and (when the placement changes) prepares the new

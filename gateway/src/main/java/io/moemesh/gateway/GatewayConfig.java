@@ -70,7 +70,10 @@ public interface GatewayConfig {
   @WithDefault("1s")
   Duration loadTimeout();
 
-  /** Generation requests in flight at once; above it the gateway answers 429 with {@code Retry-After}. */
+  /**
+   * Generations (a request's prompts × {@code n}) in flight at once; above it the gateway answers 429 with
+   * {@code Retry-After}.
+   */
   @WithDefault("256")
   int maxInFlight();
 
@@ -81,6 +84,13 @@ public interface GatewayConfig {
   /** Largest {@code n} (choices per prompt) a request may ask for. */
   @WithDefault("16")
   int maxN();
+
+  /**
+   * Largest number of generations one request may start (prompts × {@code n}); each counts as one of
+   * {@link #maxInFlight()}, so a batch of prompts cannot slip past admission as one request.
+   */
+  @WithDefault("64")
+  int maxChoices();
 
   /** Largest request body accepted. */
   @WithDefault("4M")

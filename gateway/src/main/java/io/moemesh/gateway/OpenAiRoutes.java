@@ -45,7 +45,7 @@ public class OpenAiRoutes {
     this.metrics = metrics;
     this.tracing = tracing;
     this.vertx = vertx;
-    this.parser = new RequestParser(config.maxN());
+    this.parser = new RequestParser(config.maxN(), config.maxChoices());
     this.preparer = new Preparer(model, config.specialTokensInContent());
     this.apiKeys = Set.copyOf(config.apiKeys().orElse(List.of()));
   }
@@ -129,14 +129,23 @@ public class OpenAiRoutes {
             inFlight.decrementAndGet();
             return;
           }
-          if (ctx.response().closed()) { // the client left while we tokenized: nothing to run
+          if (ctx.response().closed()) { // the client left while we tokenized: nothing to run (one slot taken so far)
             metrics.requestEnded(endpoint, 499, java.time.Duration.ofNanos(System.nanoTime() - start));
             inFlight.decrementAndGet();
             return;
           }
+          int choices = prepared.result().numChoices(); // each choice is a generation in flight: admit the rest too
+          if (choices > 1 && inFlight.addAndGet(choices - 1) > config.maxInFlight()) {
+            inFlight.addAndGet(-choices);
+            ApiError saturated = ApiError.saturated("The mesh is saturated: " + config.maxInFlight()
+                + " generations in flight; retry later", config.retryAfter());
+            ResponseWriter.sendError(ctx.response(), saturated);
+            metrics.requestEnded(endpoint, saturated.status(), java.time.Duration.ofNanos(System.nanoTime() - start));
+            return;
+          }
           var header = new OpenAiJson.Header(requestId, endpoint, System.currentTimeMillis() / 1000, model.id());
           var writer = new ResponseWriter(ctx.response(), prepared.result(), header, metrics, config.retryAfter(),
-              start, inFlight::decrementAndGet);
+              start, () -> inFlight.addAndGet(-choices));
           GenerationSpan span = tracing.start(httpSpan, prepared.result(), requestId, model.id());
           writer.start(span.observe(generations.run(prepared.result(), requestId, span.calls())), eventLoop);
         });

@@ -20,7 +20,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
- * Runs one choice on the mesh (ARCHITECTURE.md, "Prefill/decode disaggregation"):
+ * Runs one choice on the mesh (docs/architecture.md, "Prefill/decode disaggregation"):
  * <pre>
  *   disaggregated:  Prefill(prompt) on a prefill replica ─▶ first token to the client at once
  *                   ─▶ (unless it finished the request) Generate(ticket, first token, sampled draws)

@@ -27,10 +27,15 @@ final class RequestParser {
   /** Strict: trailing data after the JSON value is an error, not ignored. */
   private static final ObjectMapper JSON = new ObjectMapper()
       .enable(com.fasterxml.jackson.databind.DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
-  private final int maxN;
+  private final int maxN, maxChoices;
 
   RequestParser(int maxN) {
+    this(maxN, Integer.MAX_VALUE);
+  }
+
+  RequestParser(int maxN, int maxChoices) {
     this.maxN = maxN;
+    this.maxChoices = maxChoices;
   }
 
   GenerationRequest parse(Endpoint endpoint, byte[] body) {
@@ -44,6 +49,11 @@ final class RequestParser {
     rejectNotImplemented(root);
     int n = orDefault(integer(root, "n"), 1);
     if (n < 1 || n > maxN) throw ApiError.invalid("n must be in [1, " + maxN + "], got " + n, "n");
+    long choices = (long) Math.max(1, prompts.size()) * n;
+    if (choices > maxChoices) {
+      throw ApiError.invalid("This request asks for " + choices + " generations (" + Math.max(1, prompts.size()) + " prompts × n = "
+          + n + "); at most " + maxChoices + " are allowed per request", chat ? "n" : "prompt");
+    }
     boolean stream = orDefault(bool(root, "stream"), false);
     boolean includeUsage = includeUsage(root, stream);
     Integer maxTokens = maxTokens(root, chat);

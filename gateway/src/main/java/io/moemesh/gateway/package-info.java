@@ -9,8 +9,9 @@
  *                the model's SamplingParams) ─▶ {@link io.moemesh.gateway.Preparer} (404 for another model, chat
  *                template, tokenization, prompt + max_tokens against the context)
  *   mesh      ─▶ {@link io.moemesh.gateway.Generations}: one {@link io.moemesh.gateway.BackendCall} per choice
- *                (n × prompts), merged ─▶ {@link io.moemesh.gateway.Orchestrator}: Prefill on the least-queued
- *                prefill replica, its first token downstream at once, then Generate with the KV ticket on the
+ *                (n × prompts), merged ─▶ {@link io.moemesh.gateway.Orchestrator}: Prefill on the prefill replica
+ *                most likely to hold the prompt's prefix (unless it is far more loaded: PrefixAffinity), its first
+ *                token downstream at once, then Generate with the KV ticket on the
  *                decode replica with the most KV room (or Generate alone without disaggregation)
  *   gRPC threads ─▶ {@link io.moemesh.gateway.ChoiceDecoder}: incremental detokenization, stop strings
  *                ({@link io.moemesh.gateway.StopMatcher}), logprobs, finish reason

@@ -88,6 +88,20 @@ class RequestParserTest {
 
   @Nested
   class Validation {
+    /** A batch of prompts is as many generations: bounded per request, so it cannot slip past admission. */
+    @Test
+    void promptsTimesNAreBoundedPerRequest() {
+      var bounded = new RequestParser(8, 64);
+      String prompts = "[" + "\"x\",".repeat(32) + "\"x\"]"; // 33 prompts
+      var e = catchThrowableOfType(ApiError.class, () -> bounded.parse(Endpoint.COMPLETION,
+          ("{\"model\":\"m\",\"prompt\":" + prompts + ",\"n\":2}").getBytes(StandardCharsets.UTF_8)));
+      assertThat(e.status()).isEqualTo(400);
+      assertThat(e.toJson().path("error").path("param").asText()).isEqualTo("prompt");
+      assertThat(e.getMessage()).contains("66 generations").contains("at most 64");
+      assertThat(bounded.parse(Endpoint.COMPLETION, ("{\"model\":\"m\",\"prompt\":" + prompts + "}")
+          .getBytes(StandardCharsets.UTF_8)).prompts()).hasSize(33);
+    }
+
     @Test
     void rangeErrorsCarryTheFieldAndTheModelsMessage() {
       ApiError e = chatError("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"top_p\":0}");

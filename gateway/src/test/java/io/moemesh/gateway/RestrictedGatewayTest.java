@@ -88,6 +88,14 @@ class RestrictedGatewayTest {
     }
   }
 
+  /** Admission counts generations: n = 2 takes two of the one slot there is, so it is refused and frees what it took. */
+  @Test
+  void aRequestOfMoreGenerationsThanTheLimitIs429AndLeavesNoSlotTaken() {
+    authorized().body(chat("two of them").put("n", 2).toString()).post("/v1/chat/completions").then().statusCode(429)
+        .header("Retry-After", equalTo("1")).body("error.message", org.hamcrest.Matchers.containsString("generations in flight"));
+    authorized().body(chat("one").toString()).post("/v1/chat/completions").then().statusCode(200);
+  }
+
   @Test
   void overTheInFlightLimitIs429WithRetryAfter() throws Exception {
     String id = newId("hog");

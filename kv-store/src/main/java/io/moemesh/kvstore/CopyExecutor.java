@@ -9,7 +9,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * The threads that move KV rows between gRPC messages and off-heap memory (and reserve/free that memory).
  * A small fixed pool: copies are memory-bound, so more threads than cores only adds contention, and the
- * Vert.x event loops stay free for I/O (ARCHITECTURE.md, "Threads").
+ * Vert.x event loops stay free for I/O (docs/architecture.md, "Threads").
  */
 @Singleton
 public class CopyExecutor implements java.util.concurrent.Executor {

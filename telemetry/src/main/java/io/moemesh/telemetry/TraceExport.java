@@ -7,7 +7,7 @@ import jakarta.enterprise.inject.Produces;
 import jakarta.inject.Singleton;
 
 /**
- * OTLP trace export, off unless configured (ARCHITECTURE.md, "Observability"): spans are made and their W3C context
+ * OTLP trace export, off unless configured (docs/architecture.md, "Observability"): spans are made and their W3C context
  * travels on every call either way, but they leave the process only when {@code moemesh.otlp.endpoint} (env
  * {@code MOEMESH_OTLP_ENDPOINT}, e.g. {@code http://collector:4318}) names a collector.
  *

@@ -8,7 +8,7 @@ import jakarta.inject.Singleton;
 import java.util.Locale;
 
 /**
- * KV moved between an engine service and kv-store, on {@code /q/metrics} (ARCHITECTURE.md, "Observability"):
+ * KV moved between an engine service and kv-store, on {@code /q/metrics} (docs/architecture.md, "Observability"):
  * <ul>
  *   <li>{@code moemesh_kv_transfer_bytes_total{direction}}: row bytes sent to the store (prefill's puts) or
  *       received from it (decode's gets), counted frame by frame;
