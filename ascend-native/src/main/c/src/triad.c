@@ -9,6 +9,11 @@ typedef struct {
   float s;
 } triad_job;
 
+/* 256-bit loads and stores where the CPU has them (picked at load time): with SSE2's 128-bit ones this loop read
+ * 0.77-0.86 of an OpenMP triad built with -march=native on an AVX2 machine. */
+#if defined(__x86_64__)
+__attribute__((target_clones("avx2", "default")))
+#endif
 static void triad_range(void *raw, int64_t begin, int64_t end) {
   const triad_job *j = raw;
   float *restrict a = j->a;
