@@ -131,9 +131,10 @@ INLINE void rows_four(__m256i *v, const int8_t *x, const int8_t *w, int64_t ldw,
   }
   int64_t j = 0;
   for (; j + 32 <= k; j += 32) {
-    if ((j & 63) == 0) {
-      __builtin_prefetch(w0 + j + MK_STREAM_AHEAD, 0, 3), __builtin_prefetch(w1 + j + MK_STREAM_AHEAD, 0, 3);
-      __builtin_prefetch(w2 + j + MK_STREAM_AHEAD, 0, 3), __builtin_prefetch(w3 + j + MK_STREAM_AHEAD, 0, 3);
+    if ((j & 63) == 0) { /* the next 4 rows at this column: a stream's own bytes ahead may lie in a row read now */
+      const int8_t *next = w0 + 4 * ldw + j;
+      __builtin_prefetch(next, 0, 3), __builtin_prefetch(next + ldw, 0, 3);
+      __builtin_prefetch(next + 2 * ldw, 0, 3), __builtin_prefetch(next + 3 * ldw, 0, 3);
     }
     __m256i xv = _mm256_loadu_si256((const __m256i *)(x + j));
     ROW4(0, _mm256_loadu_si256((const __m256i *)(w0 + j))) ROW4(1, _mm256_loadu_si256((const __m256i *)(w1 + j)))
