@@ -81,12 +81,7 @@ void mk_avx2_gemv_bf16_rows(float *out, const uint16_t *x, const uint16_t *w, in
 #define TAIL(p) load_bf16x16_raw(p, k - j)
     int64_t j = 0;
     for (; j + 16 <= k; j += 16) {
-      if ((j & 31) == 0) { /* a cache line of each row's stream, MK_STREAM_AHEAD bytes ahead */
-        __builtin_prefetch((const char *)(w0 + j) + MK_STREAM_AHEAD, 0, 3);
-        __builtin_prefetch((const char *)(w1 + j) + MK_STREAM_AHEAD, 0, 3);
-        __builtin_prefetch((const char *)(w2 + j) + MK_STREAM_AHEAD, 0, 3);
-        __builtin_prefetch((const char *)(w3 + j) + MK_STREAM_AHEAD, 0, 3);
-      }
+      if ((j & 31) == 0) prefetch_rows4(w0 + j, w1 + j, w2 + j, w3 + j);
       STEP(FULL)
     }
     if (j < k) STEP(TAIL)

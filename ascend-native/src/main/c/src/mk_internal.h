@@ -270,6 +270,18 @@ void mk_avx2_rows_u8i8_scaled(float *out, int64_t ldo, const float *xs, const fl
 void mk_avx2_gemm_u8i8_tile(int32_t *lanes, int init, const mk_i8_scale *scale, const uint8_t *xq, int64_t ldx,
                             const int8_t *w, int64_t ldw, int64_t k, int64_t mr);
 double mk_avx2_int8_peak_loop(int64_t iterations);
+/* AVX2 attention row kernels (avx2_attention.c): mk_isa_avx2's MLA decode ops, softmax and weighted_rows. */
+void mk_avx2_mla_scores(float *s, const float *ql, const float *qr, const float *kv, int64_t count, int64_t width,
+                        int64_t rank, float scale);
+void mk_avx2_mla_scores_heads(float *s, int64_t lds, const float *ql, int64_t ldq, const float *qr, int64_t ldr, int64_t hn,
+                              const float *kv, int64_t count, int64_t width, int64_t rank, float scale);
+void mk_avx2_mla_accumulate(float *o, const float *prob, const float *kv, int64_t count, int64_t width, int64_t rank);
+void mk_avx2_mla_accumulate_heads(float *o, int64_t ldo, const float *prob, int64_t ldp, int64_t hn, const float *kv,
+                                  int64_t count, int64_t width, int64_t rank);
+float mk_avx2_exp2_sum(float *s, int64_t count, float m);
+void mk_avx2_softmax(float *s, int64_t n, float scale);
+void mk_avx2_weighted_rows(float *o, int64_t ldo, const float *w, int64_t ldw, const float *v, int64_t ldv, int64_t mr,
+                           const int64_t *counts, int64_t d, int64_t from, int64_t to);
 /* AVX2 BF16 x BF16 tiles (avx2_bf16.c): mk_isa_avx2's matmul_bf16_tile, gemv_bf16_rows and heads_km units. */
 void mk_avx2_matmul_bf16_tile(float *out, int64_t ldo, const uint16_t *x, int64_t ldx, const uint16_t *w, int64_t ldw,
                               int64_t mr, int64_t nr, int64_t k);

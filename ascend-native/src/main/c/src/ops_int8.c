@@ -91,7 +91,7 @@ static void matmul_i8_range(void *raw, int64_t o_begin, int64_t o_end) {
   /* Few rows (decode; a routed expert's share of a batch): weight rows one after another, a single sequential
    * stream for the prefetcher, each run against up to MK_I8_ROWS activation rows while it is in L1 (one row: the
    * GEMV, a weight row per call; with rows_u8i8_scaled 16 rows a call, scaled in vectors: see docs/performance.md,
-   * session 17). More rows: 6-weight-row GEMM tiles over k blocks. */
+   * "Kernels"). More rows: 6-weight-row GEMM tiles over k blocks. */
   /* Signed-activation tiles (i8_signed_x) take every row that is not a whole GEMM tile through rows_u8i8_scaled. */
   int few = j->n <= I8_FEW_ROWS, scaled = (few || j->isa->i8_signed_x) && j->isa->rows_u8i8_scaled != NULL;
   int64_t tile = few && scaled ? 16 : j->n == 1 ? 1 : MK_I8_NR, pass = scaled || few ? MK_I8_ROWS : I8_TILE_ROWS;
