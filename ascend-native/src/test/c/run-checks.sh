@@ -47,7 +47,7 @@ fi
 # The check links the objects (not the .so), so it runs under qemu without a library path; it also dlopen()s the .so
 # as its first check, the way the JVM loads it.
 timeout 300 "$cc" -std=c11 -O2 -ffp-contract=off -Wall -Wextra -Werror=implicit-function-declaration -I"$csrc/include" \
-  -o "$scratch/contract_check" "$here/contract_check.c" "$scratch"/obj/*.o -lm -ldl -pthread
+  -I"$here" -o "$scratch/contract_check" "$here"/*.c "$scratch"/obj/*.o -lm -ldl -pthread
 IFS=, read -r -a paths <<<"${MK_CHECK_ISA:-0}"
 for isa in "${paths[@]}"; do
   echo "run-checks: $arch${runner:+ under ${runner[0]}}: running contract_check on path $isa"
