@@ -21,6 +21,11 @@ public final class GatewayHealthChecks {
     }
   }
 
+  /** Ready: the tokenizer is loaded and at least one decode replica answers its Load poll (also vLLM's /health). */
+  static boolean ready(ServedModel model, Replicas replicas) {
+    return model.tokenizer().vocabSize() > 0 && replicas.anyDecodeReachable();
+  }
+
   /** Ready when the tokenizer is loaded and at least one decode replica answers its Load poll. */
   @Readiness
   @ApplicationScoped
@@ -31,7 +36,7 @@ public final class GatewayHealthChecks {
     @Override
     public HealthCheckResponse call() {
       var b = HealthCheckResponse.named("gateway model and decode replicas")
-          .status(model.tokenizer().vocabSize() > 0 && replicas.anyDecodeReachable())
+          .status(ready(model, replicas))
           .withData("model", model.id());
       for (Replica r : replicas.all()) b.withData(r.toString(), r.reachable() ? "reachable" : "unreachable");
       return b.build();

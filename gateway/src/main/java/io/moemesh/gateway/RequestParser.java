@@ -64,7 +64,8 @@ final class RequestParser {
         stop(get(root, "stop")), sampling, topLogprobs, user);
   }
 
-  private static JsonNode readObject(byte[] body) {
+  /** The body as a JSON object (strict: trailing data is an error), else the 400 that says why. */
+  static JsonNode readObject(byte[] body) {
     JsonNode root;
     try {
       root = JSON.readTree(body);

@@ -1,8 +1,6 @@
 package io.moemesh.gateway;
 
-import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.vertx.core.Vertx;
@@ -13,7 +11,6 @@ import io.vertx.ext.web.handler.BodyHandler;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.event.Observes;
 import jakarta.inject.Inject;
-import java.io.IOException;
 import java.util.function.Function;
 
 /**
@@ -23,8 +20,6 @@ import java.util.function.Function;
  */
 @ApplicationScoped
 public class ServerRoutes {
-  private static final ObjectMapper JSON = new ObjectMapper().enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
-
   @Inject GatewayConfig config;
   @Inject ServedModel model;
   @Inject Replicas replicas;
@@ -44,8 +39,7 @@ public class ServerRoutes {
   }
 
   private void health(RoutingContext ctx) {
-    boolean ready = model.tokenizer().vocabSize() > 0 && replicas.anyDecodeReachable();
-    if (ready) ctx.response().setStatusCode(200).end();
+    if (GatewayHealthChecks.ready(model, replicas)) ctx.response().setStatusCode(200).end();
     else ResponseWriter.sendError(ctx.response(), ApiError.unavailable("No decode replica is reachable", null));
   }
 
@@ -101,21 +95,11 @@ public class ServerRoutes {
   private void blocking(RoutingContext ctx, Function<JsonNode, ObjectNode> work) {
     Buffer buffer = ctx.body().buffer();
     byte[] body = buffer == null ? new byte[0] : buffer.getBytes();
-    vertx.<ObjectNode>executeBlocking(() -> work.apply(parse(body)), false).onComplete(done -> {
+    vertx.<ObjectNode>executeBlocking(() -> work.apply(RequestParser.readObject(body)), false).onComplete(done -> {
       if (done.succeeded()) json(ctx, done.result());
       else if (done.cause() instanceof ApiError e) ResponseWriter.sendError(ctx.response(), e);
       else ResponseWriter.sendError(ctx.response(), ApiError.backend(500, "The gateway failed: " + done.cause()));
     });
-  }
-
-  private static JsonNode parse(byte[] body) {
-    try {
-      JsonNode root = JSON.readTree(body);
-      if (root == null || !root.isObject()) throw ApiError.invalid("The request body must be a JSON object.", null);
-      return root;
-    } catch (IOException e) {
-      throw ApiError.invalid("We could not parse the JSON body of your request: " + e.getMessage(), null);
-    }
   }
 
   private static void json(RoutingContext ctx, ObjectNode body) {
