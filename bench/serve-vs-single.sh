@@ -2,8 +2,8 @@
 # The mesh against one engine process on the same cores (docs/performance.md, "Serving: the mesh against one
 # process"): the same `bench serve` workloads through the gateway of `bin/moemesh up --single` (one decode process
 # that computes the prompts itself) and of `bin/moemesh up --decode-replicas 1 --routed-shards 0` (prefill +
-# kv-store + one decode replica, experts inside the engines, the cores split between the two engines), then the
-# ratios mesh / single.
+# kv-store + one decode replica, experts inside the engines; `up` gives the prefill engine every core and the decode
+# replica its share), then the ratios mesh / single.
 #
 #   bench/serve-vs-single.sh [OUT_DIR]      (default docs/bench/serve; MOEMESH_HOME as for bin/moemesh)
 #
