@@ -13,12 +13,16 @@
 # computes the prompt itself (gateway moemesh.gateway.disaggregation=false), and no prefill or kv-store — the
 # baseline the mesh is measured against (docs/performance.md, "Serving: the mesh against one process").
 #
+# Internal services listen on 127.0.0.1 only, and every internal gRPC call carries credentials made with a fresh
+# key in $MOEMESH_HOME/run/mesh.key (docs/reliability.md, "Internal services"); the gateway listens on --host.
+#
 # Logs: $MOEMESH_HOME/logs/<start time>/<service>.log. `up --detach` leaves the mesh running and records its
 # processes in $MOEMESH_HOME/run/mesh.pids for `down`.
 
 MESH_PIDS=()
 MESH_NAMES=()
 MESH_PORTS=()
+MESH_COMMON=() # properties every service gets: the mesh key
 
 mesh_home() { echo "${MOEMESH_HOME:-$HOME/.cache/moemesh}"; }
 
@@ -26,7 +30,7 @@ mesh_home() { echo "${MOEMESH_HOME:-$HOME/.cache/moemesh}"; }
 start_service() {
   local name=$1 module=$2 http=$3 props=() p
   shift 3
-  for p in "$@"; do props+=("-D$p"); done
+  for p in "${MESH_COMMON[@]}" "$@"; do props+=("-D$p"); done
   local opts=()
   read -r -a opts <<<"${MOEMESH_JAVA_OPTS:-}"
   "$JAVA_HOME/bin/java" "${MOEMESH_JVM_ARGS[@]}" "${opts[@]}" -Dquarkus.http.port="$http" "${props[@]}" \
@@ -68,7 +72,7 @@ await_mesh() {
 }
 
 cmd_up() {
-  local model='' replicas=2 prefills=1 stores=1 port=8000 detach=0 precision=int8 single=0 threads='' shards=2 shared='' redundant=2 balance=60s
+  local model='' replicas=2 prefills=1 stores=1 port=8000 host=127.0.0.1 detach=0 precision=int8 single=0 threads='' shards=2 shared='' redundant=2 balance=60s
   while (($#)); do
     case $1 in
       --model) model=${2:?--model needs a directory}; shift 2 ;;
@@ -76,6 +80,7 @@ cmd_up() {
       --prefill-replicas) prefills=${2:?--prefill-replicas needs a number}; shift 2 ;;
       --kv-stores) stores=${2:?--kv-stores needs a number}; shift 2 ;;
       --port) port=${2:?--port needs a number}; shift 2 ;;
+      --host) host=${2:?--host needs an address, e.g. 0.0.0.0}; shift 2 ;;
       --precision) precision=${2:?--precision needs exact, bf16 or int8}; shift 2 ;;
       --threads) threads=${2:?--threads needs a number}; shift 2 ;;
       --routed-shards) shards=${2:?--routed-shards needs a number}; shift 2 ;;
@@ -114,6 +119,11 @@ cmd_up() {
 
   MESH_LOGS="$(mesh_home)/logs/$(date +%Y%m%d-%H%M%S)"
   mkdir -p "$MESH_LOGS" "$(mesh_home)/run"
+  local key_file
+  key_file="$(mesh_home)/run/mesh.key"
+  (umask 077 && head -c 32 /dev/urandom >"$key_file")
+  # internal services: loopback only, and no call without the mesh's credentials
+  MESH_COMMON=("moemesh.mesh.key-file=$key_file" quarkus.http.host=127.0.0.1 quarkus.grpc.server.host=127.0.0.1)
   # Kernel threads per engine, unless --threads sets them all: a prefill engine takes every core (a long prompt alone
   # should have the machine; idle engines' workers sleep, and when engines share cores the kernels' pool hands each
   # part to whichever thread is free); the decode replicas split the cores (they run all the time).
@@ -162,7 +172,7 @@ cmd_up() {
     decode_list+="${decode_list:+,}localhost:$((9301 + 10 * i))"
   done
   start_service gateway gateway "$port" "moemesh.gateway.model-dir=$model" "${routing[@]}" \
-    "moemesh.gateway.decode.replicas=$decode_list"
+    "moemesh.gateway.decode.replicas=$decode_list" "quarkus.http.host=$host"
   if ! await_mesh; then
     stop_mesh
     exit 1
@@ -172,7 +182,7 @@ cmd_up() {
   ((shards == 0)) || shape+=", $shards routed-expert shard(s) ($redundant redundant slots, rebalanced every $balance), shared experts $shared"
   cat <<MSG
 moemesh: the mesh is up on $(basename "$model") ($precision; kernel threads: $prefill_threads per prefill, $decode_threads per decode engine): gateway, $shape
-  OpenAI API   http://localhost:$port/v1
+  OpenAI API   http://$host:$port/v1
   logs         $MESH_LOGS
   try          curl -s http://localhost:$port/v1/chat/completions -H 'Content-Type: application/json' \\
                  -d '{"model": "$(basename "$model")", "messages": [{"role": "user", "content": "Hello!"}], "max_tokens": 32}'

@@ -2,7 +2,7 @@ package io.moemesh.decode;
 
 import io.grpc.Context;
 import io.grpc.ManagedChannel;
-import io.grpc.ManagedChannelBuilder;
+import io.moemesh.proto.auth.MeshChannels;
 import io.grpc.Status;
 import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.StreamObserver;
@@ -172,7 +172,7 @@ public class StoreKvConnector implements KvConnector {
 
   private ManagedChannel channel(String address) {
     return channels.computeIfAbsent(address,
-        a -> ManagedChannelBuilder.forTarget(a).usePlaintext().maxInboundMessageSize(64 << 20).build());
+        a -> MeshChannels.builder(a).maxInboundMessageSize(64 << 20).build());
   }
 
   @PreDestroy

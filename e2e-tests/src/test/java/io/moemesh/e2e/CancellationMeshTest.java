@@ -17,6 +17,8 @@ import io.moemesh.engine.LoadedEngine;
 import io.moemesh.model.demo.DemoCheckpoint;
 import io.moemesh.model.sampling.SamplingParams;
 import io.moemesh.model.tokenizer.Tokenizer;
+import io.moemesh.proto.auth.MeshAuth;
+import io.moemesh.proto.auth.MeshKey;
 import io.moemesh.proto.common.v1.SampledToken;
 import io.moemesh.proto.decode.v1.DecodeGrpc;
 import io.moemesh.proto.decode.v1.GenerateRequest;
@@ -34,6 +36,7 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -41,6 +44,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterAll;
@@ -68,6 +72,7 @@ class CancellationMeshTest {
   static Path model;
   static ServiceProcess kvStore, prefill, decode, gateway;
   static ManagedChannel prefillChannel, decodeChannel, storeChannel;
+  static io.grpc.ClientInterceptor credentials;
   static ServerSocket stuckStore;
   static LoadedEngine reference;
   static Tokenizer tokenizer;
@@ -76,9 +81,13 @@ class CancellationMeshTest {
   static void startMesh() throws Exception {
     model = workDir.resolve("tiny");
     DemoCheckpoint.writeShipped("tiny", model, 11, DemoCheckpoint.Format.BF16, (done, total) -> {});
-    kvStore = ServiceProcess.start("kv-store", "cancel-kv-store", List.of("moemesh.kv-store.max-bytes=64M"));
+    byte[] secret = new byte[32];
+    new java.security.SecureRandom().nextBytes(secret);
+    Path keyFile = Files.write(workDir.resolve("mesh.key"), secret);
+    String meshKey = MeshKey.PROPERTY + "=" + keyFile; // every service: internal calls carry and check credentials
+    kvStore = ServiceProcess.start("kv-store", "cancel-kv-store", List.of("moemesh.kv-store.max-bytes=64M", meshKey));
     List<String> engine = List.of("moemesh.engine.model-dir=" + model, "moemesh.engine.kv-cache-memory=16M",
-        "moemesh.engine.threads=1", "moemesh.engine.max-running-requests=1");
+        "moemesh.engine.threads=1", "moemesh.engine.max-running-requests=1", meshKey);
     var prefillProps = new ArrayList<>(engine);
     prefillProps.addAll(List.of("moemesh.prefill.kv-store=" + kvStore.grpcAddress(), "moemesh.engine.max-batched-tokens=4",
         "moemesh.prefill.kv-lease=" + LEASE.toSeconds() + "s"));
@@ -86,16 +95,19 @@ class CancellationMeshTest {
     var decodeProps = new ArrayList<>(engine);
     decodeProps.add("moemesh.decode.kv-lease-extension=" + LEASE.toSeconds() + "s");
     decode = ServiceProcess.start("decode-svc", "cancel-decode", decodeProps);
-    gateway = ServiceProcess.start("gateway", "cancel-gateway", List.of("moemesh.gateway.model-dir=" + model,
+    // prefill computes 4 tokens a step here, so queues of prompts must not be refused for their predicted wait
+    gateway = ServiceProcess.start("gateway", "cancel-gateway", List.of("moemesh.gateway.model-dir=" + model, meshKey,
+        "moemesh.gateway.max-queue-wait=1h",
         "moemesh.gateway.prefill.replicas=" + prefill.grpcAddress(), "moemesh.gateway.decode.replicas=" + decode.grpcAddress()));
     stuckStore = new ServerSocket(0); // accepts connections (the kernel's backlog) and never answers
     reference = LoadedEngine.open(EngineSettings.fromConfig("e", key -> Optional.ofNullable(
         Map.of("e.model-dir", model.toString(), "e.kv-cache-memory", "16M").get(key))), KvConnector.NONE, (done, total) -> {});
     tokenizer = Tokenizer.load(model);
     for (ServiceProcess p : List.of(kvStore, prefill, decode, gateway)) p.awaitReady(DisaggregatedMeshTest.READY);
-    prefillChannel = ManagedChannelBuilder.forTarget(prefill.grpcAddress()).usePlaintext().build();
-    decodeChannel = ManagedChannelBuilder.forTarget(decode.grpcAddress()).usePlaintext().build();
-    storeChannel = ManagedChannelBuilder.forTarget(kvStore.grpcAddress()).usePlaintext().build();
+    credentials = new MeshAuth(MeshKey.read(keyFile)).clientInterceptor();
+    prefillChannel = ManagedChannelBuilder.forTarget(prefill.grpcAddress()).usePlaintext().intercept(credentials).build();
+    decodeChannel = ManagedChannelBuilder.forTarget(decode.grpcAddress()).usePlaintext().intercept(credentials).build();
+    storeChannel = ManagedChannelBuilder.forTarget(kvStore.grpcAddress()).usePlaintext().intercept(credentials).build();
   }
 
   @AfterAll
@@ -159,7 +171,8 @@ class CancellationMeshTest {
     var response = complete("stop-first", p, 20, List.of(stop));
     assertThat(response.statusCode()).as(response.body()).isEqualTo(200);
     assertThat(response.body()).contains("\"finish_reason\":\"stop\"");
-    await().atMost(PROMPTLY).until(() -> storeSays("stop-first").contains("was released"));
+    String key = meshId(response.body()); // the object's key is the mesh's id, not the client's X-Request-Id
+    await().atMost(PROMPTLY).until(() -> storeSays(key).contains("was released"));
     awaitIdle(PROMPTLY);
   }
 
@@ -176,10 +189,12 @@ class CancellationMeshTest {
   void aClientLeavingWhileQueuedAtDecodeReleasesTheObject() throws Exception {
     Context.CancellableContext blocker = loadingFromTheStuckStore("stuck-2");
     try (Socket client = stream("queued", prompt(51, 30), 8, List.of())) {
+      String key = meshId(firstEvent(client)); // the prefill's token streams before decode queues the request
       await().atMost(TIMEOUT).until(() -> Scrape.of(decode).value("vllm:num_requests_waiting") == 2);
-      assertThat(storeSays("queued")).isEqualTo("live");
+      assertThat(storeSays(key)).isEqualTo("live");
+      client.close();
+      await().atMost(PROMPTLY).until(() -> storeSays(key).contains("was released"));
     }
-    await().atMost(PROMPTLY).until(() -> storeSays("queued").contains("was released"));
     await().atMost(PROMPTLY).until(() -> Scrape.of(decode).value("vllm:num_requests_waiting") == 1);
     blocker.cancel(null);
     awaitIdle(PROMPTLY);
@@ -194,30 +209,91 @@ class CancellationMeshTest {
     var answer = HttpClient.newHttpClient().sendAsync(completion("patient", p, 8, List.of(), false), HttpResponse.BodyHandlers.ofString());
     await().atMost(TIMEOUT).until(() -> Scrape.of(decode).value("vllm:num_requests_waiting") == 2);
     // committed before decode queued it, so its 2 s lease would have ended (and the 1 s reaper run) within this
-    await().during(LEASE.plusSeconds(3)).atMost(LEASE.plusSeconds(30)).until(() -> storeSays("patient").equals("live"));
+    // the one object in kv-store (the blocker's ticket names the stuck store)
+    await().during(LEASE.plusSeconds(3)).atMost(LEASE.plusSeconds(30))
+        .until(() -> Scrape.of(kvStore).value("moemesh_kvstore_objects{state=\"live\"}") == 1);
     blocker.cancel(null);
     var response = answer.get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
     assertThat(response.statusCode()).as(response.body()).isEqualTo(200);
     int[] expected = reference.engine().submit(GenerationRequest.of("patient", p, SamplingParams.greedy(), 8)).await(TIMEOUT).tokenIds();
     assertThat(new com.fasterxml.jackson.databind.ObjectMapper().readTree(response.body()).at("/choices/0/text").asText())
         .isEqualTo(tokenizer.decode(expected, true));
-    assertThat(storeSays("patient")).contains("was released");
+    assertThat(storeSays(meshId(response.body()))).contains("was released");
     assertThat(Scrape.of(kvStore).delta(k0, "moemesh_kvstore_expired_total")).isZero();
+    awaitIdle(PROMPTLY);
+  }
+
+  /** The mesh runs with a key: a call without its credentials, or with another mesh's, reaches no service code. */
+  @Test
+  void internalCallsWithoutTheMeshsCredentialsAreRefused() throws Exception {
+    byte[] otherKey = new byte[32];
+    new java.security.SecureRandom().nextBytes(otherKey);
+    var stranger = new MeshAuth(MeshKey.read(Files.write(workDir.resolve("other.key"), otherKey))).clientInterceptor();
+    for (ServiceProcess service : List.of(kvStore, prefill, decode)) {
+      for (io.grpc.ClientInterceptor as : new io.grpc.ClientInterceptor[] {null, stranger}) {
+        var builder = ManagedChannelBuilder.forTarget(service.grpcAddress()).usePlaintext();
+        if (as != null) builder.intercept(as);
+        ManagedChannel channel = builder.build();
+        try {
+          Runnable call = switch (service.name) {
+            case "cancel-kv-store" -> () -> KvStoreGrpc.newBlockingStub(channel).withDeadlineAfter(10, TimeUnit.SECONDS)
+                .get(GetRequest.newBuilder().setKey("anything").build()).hasNext();
+            case "cancel-prefill" -> () -> PrefillGrpc.newBlockingStub(channel).withDeadlineAfter(10, TimeUnit.SECONDS)
+                .prefill(PrefillRequest.newBuilder().setRequestId("intruder").addAllPromptTokenIds(ids(prompt(91, 8))).build());
+            default -> () -> DecodeGrpc.newBlockingStub(channel).withDeadlineAfter(10, TimeUnit.SECONDS)
+                .generate(GenerateRequest.newBuilder().setRequestId("intruder").addAllPromptTokenIds(ids(prompt(92, 8)))
+                    .setMaxTokens(4).build()).hasNext();
+          };
+          org.assertj.core.api.Assertions.assertThatThrownBy(call::run).as(service.name + (as == null ? " without credentials" : " with another key"))
+              .isInstanceOfSatisfying(StatusRuntimeException.class, e -> {
+                assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.UNAUTHENTICATED);
+                assertThat(e.getStatus().getDescription()).isEqualTo(as == null ? "missing mesh credentials (x-moemesh-auth)" : "invalid mesh credentials");
+              });
+        } finally {
+          channel.shutdownNow();
+        }
+      }
+    }
+    assertThat(storeSays("anything")).as("the mesh's own credentials pass").contains("does not exist");
+    awaitIdle(PROMPTLY);
+  }
+
+  /** A client's X-Request-Id only correlates: two requests at once with the same one are two requests. */
+  @Test
+  void twoRequestsWithTheSameClientIdAreServedApart() throws Exception {
+    int[] a = prompt(81, 24), b = prompt(82, 24);
+    var client = HttpClient.newHttpClient();
+    var first = client.sendAsync(completion("twin", a, 6, List.of(), false), HttpResponse.BodyHandlers.ofString());
+    var second = client.sendAsync(completion("twin", b, 6, List.of(), false), HttpResponse.BodyHandlers.ofString());
+    var mapper = new com.fasterxml.jackson.databind.ObjectMapper();
+    Set<String> ids = new java.util.HashSet<>();
+    for (var pair : List.of(Map.entry(a, first), Map.entry(b, second))) {
+      var response = pair.getValue().get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+      assertThat(response.statusCode()).as(response.body()).isEqualTo(200);
+      assertThat(response.headers().firstValue("X-Request-Id")).contains("twin");
+      int[] expected = reference.engine().submit(GenerationRequest.of("twin", pair.getKey(), SamplingParams.greedy(), 6))
+          .await(TIMEOUT).tokenIds();
+      assertThat(mapper.readTree(response.body()).at("/choices/0/text").asText()).isEqualTo(tokenizer.decode(expected, true));
+      ids.add(meshId(response.body()));
+    }
+    assertThat(ids).hasSize(2);
     awaitIdle(PROMPTLY);
   }
 
   /** (f) mid-decode. */
   @Test
   void aClientLeavingMidDecodeLeavesNothingBehind() throws Exception {
+    String key;
     try (Socket client = stream("mid-decode", prompt(71, 20), 400, List.of())) {
       var in = new java.io.BufferedReader(new java.io.InputStreamReader(client.getInputStream(), StandardCharsets.UTF_8));
-      int events = 0;
-      for (String line; events < 5 && (line = in.readLine()) != null; ) if (line.startsWith("data: ")) events++;
-      assertThat(events).isEqualTo(5);
+      List<String> events = new java.util.ArrayList<>();
+      for (String line; events.size() < 5 && (line = in.readLine()) != null; ) if (line.startsWith("data: ")) events.add(line);
+      assertThat(events).hasSize(5);
       assertThat(Scrape.of(decode).value("vllm:num_requests_running")).isOne();
+      key = meshId(events.getFirst().substring("data: ".length()));
     }
     awaitIdle(PROMPTLY);
-    assertThat(storeSays("mid-decode")).contains("was released");
+    assertThat(storeSays(key)).contains("was released");
   }
 
   // ---- stages ---------------------------------------------------------------------------------------------------
@@ -256,6 +332,24 @@ class CancellationMeshTest {
       for (String state : List.of("writing", "live", "pinned"))
         assertThat(k.value("moemesh_kvstore_objects{state=\"" + state + "\"}")).as("kv-store objects " + state).isZero();
     });
+  }
+
+  /** The response's {@code id}: the mesh's own request id, which keys the RPCs and the KV object. */
+  static String meshId(String json) {
+    try {
+      String id = new com.fasterxml.jackson.databind.ObjectMapper().readTree(json).path("id").asText();
+      assertThat(id).startsWith("cmpl-");
+      return id;
+    } catch (IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+  }
+
+  /** The JSON of the first server-sent event on a streaming response's socket. */
+  static String firstEvent(Socket client) throws IOException {
+    var in = new java.io.BufferedReader(new java.io.InputStreamReader(client.getInputStream(), StandardCharsets.UTF_8));
+    for (String line; (line = in.readLine()) != null; ) if (line.startsWith("data: ")) return line.substring("data: ".length());
+    throw new IOException("the stream ended before its first event");
   }
 
   /** "live", or why kv-store cannot serve the object (its NOT_FOUND description: released, expired, gone). */

@@ -26,7 +26,8 @@ public final class ProtoMapping {
         .frequencyPenalty(p.getFrequencyPenalty())
         .repetitionPenalty(p.getRepetitionPenalty() == 0 ? 1.0 : p.getRepetitionPenalty())
         .stopTokenIds(new HashSet<>(p.getStopTokenIdsList()))
-        .ignoreEos(p.getIgnoreEos());
+        .ignoreEos(p.getIgnoreEos())
+        .logitBias(p.getLogitBiasMap());
     if (p.hasSeed()) b.seed(p.getSeed());
     if (p.hasLogprobs()) b.logprobs(p.getLogprobs());
     return b.build();

@@ -1,7 +1,7 @@
 package io.moemesh.expert;
 
 import io.grpc.ManagedChannel;
-import io.grpc.ManagedChannelBuilder;
+import io.moemesh.proto.auth.MeshChannels;
 import io.grpc.StatusRuntimeException;
 import io.moemesh.proto.expert.v1.ExpertLoadReport;
 import io.moemesh.proto.expert.v1.ExpertLoadRequest;
@@ -21,7 +21,7 @@ final class GrpcShardClient implements ShardClient {
 
   GrpcShardClient(int shard, String address, Duration prepareTimeout) {
     this.name = "shard " + shard + " at " + address;
-    this.channel = ManagedChannelBuilder.forTarget(address).usePlaintext().maxInboundMessageSize(64 << 20).build();
+    this.channel = MeshChannels.builder(address).maxInboundMessageSize(64 << 20).build();
     this.prepareTimeout = prepareTimeout;
     this.callTimeout = prepareTimeout.dividedBy(10);
   }

@@ -77,7 +77,18 @@ public interface GatewayConfig {
   @WithDefault("256")
   int maxInFlight();
 
-  /** The {@code Retry-After} sent with 429 and 503 answers. */
+  /**
+   * Longest wait for the prompts already queued (at the rate the mesh has been computing them) that a new request
+   * is admitted into; beyond it the gateway answers 429 at once, with {@code Retry-After} the excess.
+   */
+  @WithDefault("30s")
+  Duration maxQueueWait();
+
+  /** A stream with nothing to send for this long gets a {@code : keep-alive} comment (proxies' idle timeouts). */
+  @WithDefault("10s")
+  Duration sseKeepAlive();
+
+  /** The {@code Retry-After} sent with 429 and 503 answers (at least). */
   @WithDefault("1s")
   Duration retryAfter();
 

@@ -12,7 +12,9 @@ import java.util.Locale;
  * the client left), {@code moemesh_gateway_time_to_first_token_seconds} and
  * {@code moemesh_gateway_e2e_request_latency_seconds} (histograms), {@code moemesh_gateway_prompt_tokens_total} and
  * {@code moemesh_gateway_generation_tokens_total}; for cache-aware prefill routing
- * {@code moemesh_gateway_prefill_routed_total{reason="prefix|load"}} and {@code moemesh_gateway_prefill_prefix_tokens_total}.
+ * {@code moemesh_gateway_prefill_routed_total{reason="prefix|load"}} and {@code moemesh_gateway_prefill_prefix_tokens_total};
+ * for admission {@code moemesh_gateway_queued_prompt_tokens} and {@code moemesh_gateway_prompt_tokens_per_second}
+ * (the rate the queue's wait is predicted with; NaN until measured).
  */
 @Singleton
 public class GatewayMetrics {
@@ -54,6 +56,13 @@ public class GatewayMetrics {
     Counter.builder("moemesh.gateway.prefill.routed").description("Prefill legs by routing reason (prefix: its longest known prefix; load: least queued)")
         .tag("reason", choice.reason().name().toLowerCase(Locale.ROOT)).register(registry).increment();
     prefixTokens.increment(choice.matchedTokens());
+  }
+
+  void promptQueue(PromptQueue queue) {
+    io.micrometer.core.instrument.Gauge.builder("moemesh.gateway.queued.prompt.tokens", queue, PromptQueue::queuedTokens)
+        .description("Prompt tokens admitted and not yet computed (a choice leaves with its first token)").register(registry);
+    io.micrometer.core.instrument.Gauge.builder("moemesh.gateway.prompt.tokens.per.second", queue, PromptQueue::rate)
+        .description("Prompt tokens the mesh computes per second while any are queued (over its last 30 s of busy time)").register(registry);
   }
 
   void tokens(int prompt, int generated) {

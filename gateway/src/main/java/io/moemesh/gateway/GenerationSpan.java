@@ -26,6 +26,8 @@ final class GenerationSpan {
   static final AttributeKey<Long> REQUEST_SEED = AttributeKey.longKey("gen_ai.request.seed");
   static final AttributeKey<Long> REQUEST_CHOICE_COUNT = AttributeKey.longKey("gen_ai.request.choice.count");
   static final AttributeKey<String> RESPONSE_ID = AttributeKey.stringKey("gen_ai.response.id");
+  /** The client's {@code X-Request-Id} (or the response id when it gave none): the id its logs know the request by. */
+  static final AttributeKey<String> CLIENT_REQUEST_ID = AttributeKey.stringKey("moemesh.client_request_id");
   static final AttributeKey<String> RESPONSE_MODEL = AttributeKey.stringKey("gen_ai.response.model");
   static final AttributeKey<List<String>> RESPONSE_FINISH_REASONS = AttributeKey.stringArrayKey("gen_ai.response.finish_reasons");
   static final AttributeKey<Long> USAGE_INPUT_TOKENS = AttributeKey.longKey("gen_ai.usage.input_tokens");

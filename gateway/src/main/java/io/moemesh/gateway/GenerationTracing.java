@@ -30,7 +30,7 @@ public class GenerationTracing {
   }
 
   /** The span of a prepared request, a child of {@code parent} (the HTTP server span's context). */
-  GenerationSpan start(Context parent, PreparedRequest prepared, String requestId, String servedModel) {
+  GenerationSpan start(Context parent, PreparedRequest prepared, RequestIds.Ids ids, String servedModel) {
     GenerationRequest r = prepared.request();
     String operation = r.endpoint() == GenerationRequest.Endpoint.CHAT ? "chat" : "text_completion";
     SamplingParams sampling = r.sampling();
@@ -39,7 +39,8 @@ public class GenerationTracing {
         .setAttribute(GenerationSpan.PROVIDER_NAME, "moemesh")
         .setAttribute(GenerationSpan.REQUEST_MODEL, r.model())
         .setAttribute(GenerationSpan.RESPONSE_MODEL, servedModel)
-        .setAttribute(GenerationSpan.RESPONSE_ID, requestId)
+        .setAttribute(GenerationSpan.RESPONSE_ID, ids.meshId())
+        .setAttribute(GenerationSpan.CLIENT_REQUEST_ID, ids.correlationId())
         .setAttribute(GenerationSpan.REQUEST_TEMPERATURE, sampling.temperature())
         .setAttribute(GenerationSpan.REQUEST_TOP_P, sampling.topP())
         .setAttribute(GenerationSpan.USAGE_INPUT_TOKENS, (long) prepared.promptTokens());

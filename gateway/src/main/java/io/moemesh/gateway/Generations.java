@@ -19,17 +19,21 @@ public class Generations {
     this.model = model;
   }
 
-  Multi<ChoiceEvent> run(PreparedRequest prepared, String requestId, io.grpc.ClientInterceptor tracing) {
+  /** @param queued each choice's place in the prompt queue, left with its first token (or its end) */
+  Multi<ChoiceEvent> run(PreparedRequest prepared, RequestIds.Ids ids, PromptQueue.Entry[] queued,
+      io.grpc.ClientInterceptor tracing) {
     GenerationRequest r = prepared.request();
     int choices = prepared.numChoices();
     List<Multi<ChoiceEvent>> streams = new ArrayList<>(choices);
     for (int i = 0; i < choices; i++) {
       int index = i;
-      BackendCall call = new BackendCall(requestId, choices == 1 ? requestId : requestId + "-" + i, tracing,
+      BackendCall call = new BackendCall(ids.correlationId(), choices == 1 ? ids.meshId() : ids.meshId() + "-" + i, tracing,
           prepared.promptOf(i), ProtoMapping.sampling(r.sampling(), i), prepared.maxTokensOf(i));
       streams.add(Multi.createFrom().deferred(() -> {
         var decoder = new ChoiceDecoder(index, model.tokenizer(), r.stop(), r.topLogprobs() != null);
-        return untilFinished(orchestrator.generate(call).onItem().transform(decoder::accept));
+        PromptQueue.Entry entry = queued[index];
+        return untilFinished(orchestrator.generate(call).onItem().invoke(entry::computed)
+            .onTermination().invoke(entry::dropped).onItem().transform(decoder::accept));
       }));
     }
     return choices == 1 ? streams.getFirst() : Multi.createBy().merging().withConcurrency(choices).streams(streams);

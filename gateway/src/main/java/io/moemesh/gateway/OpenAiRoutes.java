@@ -35,6 +35,7 @@ public class OpenAiRoutes {
   private final Preparer preparer;
   private final Set<String> apiKeys;
   private final AtomicInteger inFlight = new AtomicInteger();
+  private final PromptQueue prompts;
 
   OpenAiRoutes(GatewayConfig config, ServedModel model, Replicas replicas, Generations generations,
       GatewayMetrics metrics, GenerationTracing tracing, Vertx vertx) {
@@ -48,6 +49,8 @@ public class OpenAiRoutes {
     this.parser = new RequestParser(config.maxN(), config.maxChoices());
     this.preparer = new Preparer(model, config.specialTokensInContent());
     this.apiKeys = Set.copyOf(config.apiKeys().orElse(List.of()));
+    this.prompts = new PromptQueue(config.maxQueueWait(), System::nanoTime);
+    metrics.promptQueue(prompts);
   }
 
   void register(@Observes Router router) {
@@ -109,8 +112,8 @@ public class OpenAiRoutes {
   private void generate(RoutingContext ctx, Endpoint endpoint) {
     long start = System.nanoTime();
     io.opentelemetry.context.Context httpSpan = io.opentelemetry.context.Context.current(); // the request's server span
-    String requestId = RequestIds.of(ctx.request().getHeader(RequestIds.HEADER), endpoint);
-    ctx.response().putHeader(RequestIds.HEADER, requestId);
+    RequestIds.Ids ids = RequestIds.of(ctx.request().getHeader(RequestIds.HEADER), endpoint);
+    ctx.response().putHeader(RequestIds.HEADER, ids.correlationId());
     ApiError refused = admit();
     if (refused != null) {
       ResponseWriter.sendError(ctx.response(), refused);
@@ -143,11 +146,20 @@ public class OpenAiRoutes {
             metrics.requestEnded(endpoint, saturated.status(), java.time.Duration.ofNanos(System.nanoTime() - start));
             return;
           }
-          var header = new OpenAiJson.Header(requestId, endpoint, System.currentTimeMillis() / 1000, model.id());
+          PromptQueue.Entry[] queued;
+          try {
+            queued = prompts.admit(prepared.result().promptTokensPerChoice(), config.retryAfter());
+          } catch (ApiError saturated) { // more prompt work queued than the mesh computes within the bound
+            inFlight.addAndGet(-choices);
+            ResponseWriter.sendError(ctx.response(), saturated);
+            metrics.requestEnded(endpoint, saturated.status(), java.time.Duration.ofNanos(System.nanoTime() - start));
+            return;
+          }
+          var header = new OpenAiJson.Header(ids.meshId(), endpoint, System.currentTimeMillis() / 1000, model.id());
           var writer = new ResponseWriter(ctx.response(), prepared.result(), header, metrics, config.retryAfter(),
-              start, () -> inFlight.addAndGet(-choices));
-          GenerationSpan span = tracing.start(httpSpan, prepared.result(), requestId, model.id());
-          writer.start(span.observe(generations.run(prepared.result(), requestId, span.calls())), eventLoop);
+              config.sseKeepAlive(), start, () -> inFlight.addAndGet(-choices));
+          GenerationSpan span = tracing.start(httpSpan, prepared.result(), ids, model.id());
+          writer.start(span.observe(generations.run(prepared.result(), ids, queued, span.calls())), eventLoop);
         });
   }
 

@@ -153,7 +153,7 @@ public class Orchestrator {
 
   private static Metadata metadata(BackendCall call) {
     Metadata md = new Metadata();
-    md.put(REQUEST_ID, call.requestId());
+    md.put(REQUEST_ID, call.correlationId());
     return md;
   }
 

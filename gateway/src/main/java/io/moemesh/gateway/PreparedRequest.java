@@ -20,6 +20,13 @@ record PreparedRequest(GenerationRequest request, List<int[]> promptIds, List<In
     return maxTokens.get(choice / request.n());
   }
 
+  /** Each choice's prompt length: the work the mesh does before the choice's first token. */
+  int[] promptTokensPerChoice() {
+    int[] out = new int[numChoices()];
+    for (int i = 0; i < out.length; i++) out[i] = promptOf(i).length;
+    return out;
+  }
+
   /** Prompt tokens as usage counts them: each prompt once, however many choices share it (as OpenAI does). */
   int promptTokens() {
     int sum = 0;

@@ -22,6 +22,11 @@ final class Preparer {
 
   PreparedRequest prepare(GenerationRequest request) {
     if (!model.accepts(request.model())) throw ApiError.modelNotFound(request.model());
+    try {
+      request.sampling().validateFor(model.tokenizer().vocabSize());
+    } catch (IllegalArgumentException e) { // the message starts with the parameter's wire name
+      throw ApiError.invalid(e.getMessage(), e.getMessage().substring(0, Math.max(0, e.getMessage().indexOf(' '))));
+    }
     List<int[]> prompts = new ArrayList<>();
     if (request.endpoint() == Endpoint.CHAT) {
       prompts.add(chatPrompt(request));

@@ -18,7 +18,7 @@ final class ProtoMapping {
         .setTemperature(s.temperature()).setTopP(s.topP()).setTopK(s.topK()).setMinP(s.minP())
         .setPresencePenalty(s.presencePenalty()).setFrequencyPenalty(s.frequencyPenalty())
         .setRepetitionPenalty(s.repetitionPenalty()).addAllStopTokenIds(s.stopTokenIds())
-        .setIgnoreEos(s.ignoreEos());
+        .setIgnoreEos(s.ignoreEos()).putAllLogitBias(s.logitBias());
     if (s.seed() != null) b.setSeed(s.seed() + choice);
     if (s.logprobs() != null) b.setLogprobs(s.logprobs());
     return b.build();

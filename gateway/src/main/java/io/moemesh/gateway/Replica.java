@@ -19,6 +19,7 @@ final class Replica {
   private final AtomicLong localPromptTokens = new AtomicLong();
   private final AtomicInteger localRequests = new AtomicInteger();
   private final AtomicBoolean polling = new AtomicBoolean();
+  private volatile int othersRunning; // what the last report counted beyond this gateway's own streams
   private volatile LoadReport load = LoadReport.getDefaultInstance();
   private volatile boolean reachable; // false until the first Load answers
 
@@ -53,9 +54,12 @@ final class Replica {
     return load.getQueuedPromptTokens() + localPromptTokens.get();
   }
 
-  /** Decode routing key (after KV usage): running requests reported plus those sent since. */
-  int runningRequests() {
-    return load.getNumRunning() + localRequests.get();
+  /**
+   * Decode routing key: this gateway's streams there, exact at every dispatch, plus the ones the last report counted
+   * beyond them (other gateways', direct clients').
+   */
+  int decodeStreams() {
+    return localRequests.get() + othersRunning;
   }
 
   void started(int promptTokens) {
@@ -75,6 +79,7 @@ final class Replica {
 
   void polled(LoadReport report) {
     load = report;
+    othersRunning = Math.max(0, report.getNumRunning() + report.getNumWaiting() - localRequests.get());
     reachable = true;
     polling.set(false);
   }

@@ -1,6 +1,6 @@
 package io.moemesh.gateway;
 
-import io.grpc.ManagedChannelBuilder;
+import io.moemesh.proto.auth.MeshChannels;
 import io.grpc.stub.StreamObserver;
 import io.moemesh.proto.common.v1.LoadReport;
 import io.moemesh.proto.common.v1.LoadReportRequest;
@@ -18,14 +18,17 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.random.RandomGenerator;
 import java.util.stream.Stream;
 import org.jboss.logging.Logger;
 
 /**
  * The configured replicas, one channel each, and the routing choice: prefill = the longest known prompt prefix within a
- * load margin, else least queued prompt tokens ({@link PrefixAffinity}); decode =
- * lowest KV-cache usage, then fewest running requests. A background poller calls every replica's {@code Load};
+ * load margin, else least queued prompt tokens ({@link PrefixAffinity}); decode = the less loaded of two replicas
+ * drawn at random ({@link #leastLoaded}), by streams counted at dispatch, so a burst spreads before any poll
+ * reports it. A background poller calls every replica's {@code Load};
  * a replica counts as reachable while its last poll answered, and unreachable ones are skipped. The pools come from
  * {@link ReplicaDiscovery}: {@code dns:///name:port} entries are resolved again every discovery interval.
  */
@@ -82,7 +85,7 @@ public class Replicas {
     Map<String, Replica> byAddress = new HashMap<>();
     for (Replica r : current) byAddress.put(r.address(), r);
     List<Replica> next = wanted.stream().map(a -> byAddress.containsKey(a) ? byAddress.get(a)
-        : new Replica(role, a, ManagedChannelBuilder.forTarget(a).usePlaintext().build())).toList();
+        : new Replica(role, a, MeshChannels.builder(a).build())).toList();
     for (Replica r : current) {
       if (wanted.contains(r.address())) continue;
       LOG.infof("%s replica %s is gone from discovery", role.name().toLowerCase(java.util.Locale.ROOT), r.address());
@@ -103,9 +106,9 @@ public class Replicas {
     return prefill.stream().anyMatch(Replica::reachable);
   }
 
-  /** The decode replica with the most KV room, then the fewest running requests; 503 if none is reachable. */
+  /** The decode replica for a new stream ({@link #leastLoaded}); 503 if none is reachable. */
   Replica pickDecode(java.time.Duration retryAfter) {
-    return mostRoom(decode).orElseThrow(() -> ApiError.unavailable(
+    return leastLoaded(decode, ThreadLocalRandom.current()).orElseThrow(() -> ApiError.unavailable(
         "No decode replica is reachable (" + decode.size() + " configured); retry later", retryAfter));
   }
 
@@ -114,11 +117,22 @@ public class Replicas {
     return replicas.stream().filter(Replica::reachable).min(Comparator.comparingLong(Replica::queuedPromptTokens));
   }
 
-  /** Decode routing: lowest KV-cache usage, then fewest running requests (reported + sent since). */
-  static Optional<Replica> mostRoom(List<Replica> replicas) {
-    return replicas.stream().filter(Replica::reachable)
-        .min(Comparator.comparingDouble((Replica r) -> r.load().getKvCacheUsage())
-            .thenComparingInt(Replica::runningRequests));
+  /** KV-cache usage from which a decode replica is passed over while another has room. */
+  static final double KV_NEARLY_FULL = 0.95;
+
+  /**
+   * Decode routing, power of two choices: of two distinct replicas drawn at random among the reachable ones with KV
+   * room (all reachable ones if none has), the one with fewer streams ({@link Replica#decodeStreams}, counted at
+   * dispatch). Two random choices keep many gateways with the same stale view from herding onto one replica.
+   */
+  static Optional<Replica> leastLoaded(List<Replica> replicas, RandomGenerator random) {
+    List<Replica> live = replicas.stream().filter(Replica::reachable).toList();
+    List<Replica> roomy = live.stream().filter(r -> r.load().getKvCacheUsage() < KV_NEARLY_FULL).toList();
+    List<Replica> pool = roomy.isEmpty() ? live : roomy;
+    if (pool.size() <= 1) return pool.stream().findFirst();
+    int i = random.nextInt(pool.size()), j = random.nextInt(pool.size() - 1);
+    Replica a = pool.get(i), b = pool.get(j >= i ? j + 1 : j);
+    return Optional.of(b.decodeStreams() < a.decodeStreams() ? b : a);
   }
 
   boolean anyDecodeReachable() {

@@ -16,7 +16,9 @@ import io.moemesh.model.sampling.SamplingParams;
 import io.moemesh.model.tokenizer.ChatMessage;
 import java.io.IOException;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 
 /**
  * Turns an OpenAI request body into a {@link GenerationRequest}, or an {@link ApiError} (400) naming the field.
@@ -124,7 +126,8 @@ final class RequestParser {
         .repetitionPenalty(orDefault(number(root, "repetition_penalty"), 1.0))
         .seed(longValue(root, "seed"))
         .logprobs(topLogprobs)
-        .ignoreEos(orDefault(bool(root, "ignore_eos"), false));
+        .ignoreEos(orDefault(bool(root, "ignore_eos"), false))
+        .logitBias(logitBias(get(root, "logit_bias")));
     try {
       return b.build();
     } catch (IllegalArgumentException e) {
@@ -134,6 +137,24 @@ final class RequestParser {
       if (chat && param.equals("logprobs")) param = "top_logprobs";
       throw ApiError.invalid(message, param.isEmpty() ? null : param);
     }
+  }
+
+  /** OpenAI's {@code logit_bias}: an object from token ids (as strings) to numbers; null or {} is none. */
+  static Map<Integer, Float> logitBias(JsonNode bias) {
+    if (bias == null || bias.isNull()) return Map.of();
+    if (!bias.isObject()) throw JsonFields.wrongType("logit_bias", "an object from token ids to numbers", bias);
+    Map<Integer, Float> out = new HashMap<>();
+    for (var field : bias.properties()) {
+      int id;
+      try {
+        id = Integer.parseInt(field.getKey());
+      } catch (NumberFormatException e) {
+        throw ApiError.invalid("logit_bias keys must be token ids, got \"" + field.getKey().substring(0, Math.min(32, field.getKey().length())) + "\"", "logit_bias");
+      }
+      if (!field.getValue().isNumber()) throw JsonFields.wrongType("logit_bias", "an object from token ids to numbers", bias);
+      out.put(id, field.getValue().floatValue());
+    }
+    return out;
   }
 
   static List<String> stop(JsonNode stop) {
@@ -196,7 +217,7 @@ final class RequestParser {
    * silently ignores them. ({@code response_format} of type {@code text} is the default, so it is accepted.)
    */
   private static void rejectNotImplemented(JsonNode root) {
-    for (String name : List.of("logit_bias", "tools", "tool_choice", "functions", "function_call")) {
+    for (String name : List.of("tools", "tool_choice", "functions", "function_call")) {
       JsonNode value = get(root, name);
       if (value != null && !value.isNull() && !(value.isContainerNode() && value.isEmpty()))
         throw ApiError.invalid(name + " is not supported by this server yet", name, "unsupported_parameter");

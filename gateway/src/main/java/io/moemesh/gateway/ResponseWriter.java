@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.smallrye.mutiny.Multi;
 import io.smallrye.mutiny.subscription.Cancellable;
 import io.vertx.core.Context;
+import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpServerResponse;
 import java.time.Duration;
@@ -13,9 +14,11 @@ import java.util.List;
 
 /**
  * Writes one request's choice events to its HTTP response, on the request's event loop: Server-Sent Events
- * ({@code data: {json}\n\n} chunks, then {@code data: [DONE]}) or one JSON body. The status line goes out with the
- * first event, so a failure before any token is still a proper HTTP error; a failure mid-stream ends the stream
- * with {@code data: {"error": ...}}. A closed connection cancels the mesh calls.
+ * ({@code data: {json}\n\n} chunks, then {@code data: [DONE]}) or one JSON body. A stream's status line and headers
+ * go out at once (a client and every proxy between see the request was accepted, however long the prompt queue), then
+ * a {@code : keep-alive} comment whenever nothing was written for {@link #keepAlive}; a failure after that ends the
+ * stream with {@code data: {"error": ...}}, as OpenAI's mid-stream errors do. A JSON answer's status goes out with
+ * it, so its failures are proper HTTP errors. A closed connection cancels the mesh calls.
  */
 final class ResponseWriter {
   private static final Logger LOG = Logger.getLogger(ResponseWriter.class);
@@ -26,6 +29,10 @@ final class ResponseWriter {
   private final Duration retryAfter;
   private final long startNanos;
   private final Runnable onEnd;
+  private final Duration keepAlive;
+  private long keepAliveTimer = -1;
+  private Vertx vertx;
+  private boolean wroteSinceTick;
   private final List<ChoiceState> choices = new ArrayList<>();
   private final boolean stream;
   private final boolean usageField;
@@ -47,7 +54,7 @@ final class ResponseWriter {
   }
 
   ResponseWriter(HttpServerResponse response, PreparedRequest prepared, OpenAiJson.Header header,
-      GatewayMetrics metrics, Duration retryAfter, long startNanos, Runnable onEnd) {
+      GatewayMetrics metrics, Duration retryAfter, Duration keepAlive, long startNanos, Runnable onEnd) {
     this.response = response;
     this.prepared = prepared;
     this.header = header;
@@ -55,6 +62,7 @@ final class ResponseWriter {
     this.retryAfter = retryAfter;
     this.startNanos = startNanos;
     this.onEnd = onEnd;
+    this.keepAlive = keepAlive;
     this.stream = prepared.request().stream();
     this.usageField = prepared.request().includeUsage();
     this.withLogprobs = prepared.request().topLogprobs() != null;
@@ -64,6 +72,15 @@ final class ResponseWriter {
   /** Subscribes; events are handled on {@code eventLoop}. Call on that event loop. */
   void start(Multi<ChoiceEvent> events, Context eventLoop) {
     response.closeHandler(v -> clientGone());
+    if (stream) {
+      sendHeaders(200, "text/event-stream");
+      response.writeHead();
+      vertx = eventLoop.owner();
+      keepAliveTimer = vertx.setPeriodic(keepAlive.toMillis(), id -> {
+        if (!ended && !wroteSinceTick) response.write(": keep-alive\n\n");
+        wroteSinceTick = false;
+      });
+    }
     subscription = events.emitOn(task -> eventLoop.runOnContext(v -> task.run()))
         .subscribe().with(this::onEvent, this::onFailure, this::onComplete);
     if (ended) subscription.cancel();
@@ -138,6 +155,7 @@ final class ResponseWriter {
 
   private void end(int status) {
     ended = true;
+    if (keepAliveTimer >= 0) vertx.cancelTimer(keepAliveTimer);
     metrics.requestEnded(header.endpoint(), status, sinceStart());
     onEnd.run();
   }
@@ -152,6 +170,7 @@ final class ResponseWriter {
   }
 
   private void send(ObjectNode chunk) {
+    wroteSinceTick = true;
     response.write(Buffer.buffer("data: " + chunk + "\n\n"));
   }
 

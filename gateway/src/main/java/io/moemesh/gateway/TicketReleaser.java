@@ -2,7 +2,7 @@ package io.moemesh.gateway;
 
 import io.grpc.Context;
 import io.grpc.ManagedChannel;
-import io.grpc.ManagedChannelBuilder;
+import io.moemesh.proto.auth.MeshChannels;
 import io.grpc.Metadata;
 import io.grpc.Status;
 import io.grpc.stub.MetadataUtils;
@@ -32,7 +32,7 @@ public class TicketReleaser {
 
   void release(KvTicket ticket, Metadata headers) {
     var stub = KvStoreGrpc.newStub(channels.computeIfAbsent(ticket.getStoreAddress(),
-            a -> ManagedChannelBuilder.forTarget(a).usePlaintext().build()))
+            a -> MeshChannels.builder(a).build()))
         .withDeadlineAfter(DEADLINE_MS, TimeUnit.MILLISECONDS)
         .withInterceptors(MetadataUtils.newAttachHeadersInterceptor(headers));
     var request = ReleaseRequest.newBuilder().setKey(ticket.getObjectKey()).build();

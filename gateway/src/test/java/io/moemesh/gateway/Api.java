@@ -46,7 +46,7 @@ final class Api {
   static List<JsonNode> events(String sseBody) {
     List<JsonNode> out = new ArrayList<>();
     for (String block : sseBody.split("\n\n")) {
-      if (block.isBlank()) continue;
+      if (block.isBlank() || block.startsWith(":")) continue; // SSE comments (keep-alive)
       if (!block.startsWith("data: ")) throw new AssertionError("not an SSE data line: " + block);
       String data = block.substring("data: ".length());
       out.add(data.equals("[DONE]") ? JSON.getNodeFactory().textNode("[DONE]") : parse(data));

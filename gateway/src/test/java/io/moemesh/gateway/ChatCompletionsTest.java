@@ -45,7 +45,7 @@ class ChatCompletionsTest {
         .then().statusCode(200).header("X-Request-Id", id).header("Content-Type", "application/json")
         .extract().asString());
 
-    assertThat(body.path("id").asText()).isEqualTo(id);
+    assertThat(body.path("id").asText()).as("the mesh's own id, not the client's").startsWith("chatcmpl-").isNotEqualTo(id);
     assertThat(body.path("object").asText()).isEqualTo("chat.completion");
     assertThat(body.path("model").asText()).isEqualTo(TestModel.SERVED_NAME);
     JsonNode choice = body.path("choices").get(0);
@@ -72,16 +72,19 @@ class ChatCompletionsTest {
   void disaggregatedPathSendsTicketAndFirstTokenToDecode() {
     String id = newId("chat-pd");
     FakeMesh.script(id, FakeMesh.Script.says(TEXT));
-    post("/v1/chat/completions", id, chat("hi").put("max_tokens", 50)).then().statusCode(200);
+    String responseId = Api.parse(post("/v1/chat/completions", id, chat("hi").put("max_tokens", 50)).then()
+        .statusCode(200).header("X-Request-Id", id).extract().asString()).path("id").asText();
 
     List<FakeMesh.Call> calls = FakeMesh.calls(id);
     assertThat(calls).extracting(FakeMesh.Call::service).containsExactly("prefill", "decode");
     var prefill = (PrefillRequest) calls.get(0).request();
     var decode = (GenerateRequest) calls.get(1).request();
-    assertThat(prefill.getRequestId()).isEqualTo(id);
-    assertThat(decode.getRequestId()).isEqualTo(id);
+    // the client's id correlates (header, metadata); the mesh's own id keys the RPCs and the KV object
+    assertThat(responseId).startsWith("chatcmpl-").isNotEqualTo(id);
+    assertThat(prefill.getRequestId()).isEqualTo(responseId);
+    assertThat(decode.getRequestId()).isEqualTo(responseId);
     assertThat(decode.hasTicket()).isTrue();
-    assertThat(decode.getTicket().getObjectKey()).isEqualTo(FakePrefill.ticketKey(id));
+    assertThat(decode.getTicket().getObjectKey()).isEqualTo(FakePrefill.ticketKey(responseId));
     assertThat(decode.getFirstToken().getTokenId()).isEqualTo(model.tokenizer().encode(TEXT)[0]);
     assertThat(decode.getSampledDraws()).isEqualTo(1);
     assertThat(decode.getMaxTokens()).isEqualTo(50);
@@ -123,9 +126,11 @@ class ChatCompletionsTest {
 
     assertThat(events.getLast().asText()).isEqualTo("[DONE]");
     List<JsonNode> chunks = events.subList(0, events.size() - 1);
+    String responseId = chunks.getFirst().path("id").asText();
+    assertThat(responseId).startsWith("chatcmpl-").isNotEqualTo(id);
     assertThat(chunks).allSatisfy(c -> {
       assertThat(c.path("object").asText()).isEqualTo("chat.completion.chunk");
-      assertThat(c.path("id").asText()).isEqualTo(id);
+      assertThat(c.path("id").asText()).isEqualTo(responseId);
       assertThat(c.has("usage")).isFalse();
     });
     JsonNode first = chunks.getFirst().path("choices").get(0);
@@ -241,7 +246,8 @@ class ChatCompletionsTest {
     FakeMesh.script(id, FakeMesh.Script.says(TEXT));
     JsonNode body = Api.parse(post("/v1/chat/completions", id, chat("hi").put("n", 2).put("seed", 7)
         .put("temperature", 0.8).put("top_p", 0.9).put("presence_penalty", 0.5).put("frequency_penalty", -0.5)
-        .put("user", "alice")).then().statusCode(200).extract().asString());
+        .put("user", "alice").set("logit_bias", Api.parse("{\"5\": -100, \"17\": 2.5}"))).then().statusCode(200)
+        .extract().asString());
 
     assertThat(body.path("choices")).hasSize(2);
     assertThat(body.path("choices").get(0).path("index").asInt()).isZero();
@@ -252,10 +258,13 @@ class ChatCompletionsTest {
 
     List<PrefillRequest> prefills = FakeMesh.calls(id, "prefill").stream()
         .map(c -> (PrefillRequest) c.request()).toList();
-    assertThat(prefills).extracting(PrefillRequest::getRequestId).containsExactlyInAnyOrder(id + "-0", id + "-1");
+    String responseId = body.path("id").asText();
+    assertThat(prefills).extracting(PrefillRequest::getRequestId)
+        .containsExactlyInAnyOrder(responseId + "-0", responseId + "-1");
     assertThat(prefills).extracting(p -> p.getSampling().getSeed()).containsExactlyInAnyOrder(7L, 8L);
     assertThat(prefills).allSatisfy(p -> {
       assertThat(p.getSampling().getTemperature()).isEqualTo(0.8);
+      assertThat(p.getSampling().getLogitBiasMap()).containsOnly(java.util.Map.entry(5, -100f), java.util.Map.entry(17, 2.5f));
       assertThat(p.getSampling().getTopP()).isEqualTo(0.9);
       assertThat(p.getSampling().getPresencePenalty()).isEqualTo(0.5);
       assertThat(p.getSampling().getFrequencyPenalty()).isEqualTo(-0.5);

@@ -28,6 +28,7 @@ import org.junit.jupiter.api.Test;
 @QuarkusTest
 @WithTestResource(TestModel.class)
 class ErrorsTest {
+  @jakarta.inject.Inject ServedModel model;
 
   @BeforeEach
   void ready() {
@@ -54,9 +55,6 @@ class ErrorsTest {
   /** Parameters that would change the answer but are not implemented are a 400 naming them, not a silent 200. */
   @Test
   void unimplementedParametersAre400() {
-    ObjectNode bias = chat("hi");
-    bias.putObject("logit_bias").put("42", 100);
-    expect400(bias, "logit_bias", "not supported");
     ObjectNode tools = chat("hi");
     tools.putArray("tools").addObject().put("type", "function").putObject("function").put("name", "f");
     expect400(tools, "tools", "not supported");
@@ -67,6 +65,20 @@ class ErrorsTest {
     ObjectNode text = chat("hi").put("max_tokens", 2);
     text.putObject("response_format").put("type", "text");
     post("/v1/chat/completions", null, text).then().statusCode(200);
+  }
+
+  @Test
+  void aBadLogitBiasIs400NamingIt() {
+    ObjectNode outside = chat("hi");
+    outside.putObject("logit_bias").put(String.valueOf(model.tokenizer().vocabSize()), 5);
+    expect400(outside, "logit_bias", "outside the vocabulary");
+    ObjectNode tooBig = chat("hi");
+    tooBig.putObject("logit_bias").put("42", 101);
+    expect400(tooBig, "logit_bias", "[-100, 100]");
+    ObjectNode notAnId = chat("hi");
+    notAnId.putObject("logit_bias").put("fox", 1);
+    expect400(notAnId, "logit_bias", "token ids");
+    expect400(chat("hi").put("logit_bias", "strong"), "logit_bias", "an object");
   }
 
   @Test
@@ -178,8 +190,9 @@ class ErrorsTest {
         .body("choices[0].message.content", equalTo("made it anyway"));
     List<FakeMesh.Call> decodes = FakeMesh.calls(id, "decode");
     assertThat(decodes).hasSize(2);
+    String rpcId = ((GenerateRequest) decodes.getFirst().request()).getRequestId();
     assertThat(decodes).extracting(c -> ((GenerateRequest) c.request()).getTicket())
-        .allMatch(t -> t.getObjectKey().equals(FakePrefill.ticketKey(id)));
+        .allMatch(t -> t.getObjectKey().equals(FakePrefill.ticketKey(rpcId)));
     assertThat(FakeMesh.calls(id, "prefill")).hasSize(1);
   }
 

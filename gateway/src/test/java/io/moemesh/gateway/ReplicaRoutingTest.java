@@ -134,28 +134,60 @@ class ReplicaRoutingTest {
 
   @Nested
   class Decode {
+    private static Replica decode(String name, double kvUsage, int running) {
+      return replica(Replica.Role.DECODE, name, LoadReport.newBuilder().setKvCacheUsage(kvUsage).setNumRunning(running).build());
+    }
+
     @Test
-    void picksTheLowestKvUsageThenTheFewestRunning() {
-      Replica full = replica(Replica.Role.DECODE, "full", LoadReport.newBuilder().setKvCacheUsage(0.9).build());
-      Replica crowded = replica(Replica.Role.DECODE, "crowded",
-          LoadReport.newBuilder().setKvCacheUsage(0.2).setNumRunning(30).build());
-      Replica calm = replica(Replica.Role.DECODE, "calm",
-          LoadReport.newBuilder().setKvCacheUsage(0.2).setNumRunning(3).build());
-      assertThat(Replicas.mostRoom(List.of(full, crowded, calm))).contains(calm);
-      calm.started(0);
-      for (int i = 0; i < 30; i++) calm.started(0);
-      assertThat(Replicas.mostRoom(List.of(full, crowded, calm))).contains(crowded);
+    void aBurstSpreadsEvenBeforeAnyPollReportsIt() {
+      Replica a = decode("a", 0.10, 0), b = decode("b", 0.12, 0);
+      var random = new java.util.Random(1);
+      for (int i = 0; i < 20; i++) Replicas.leastLoaded(List.of(a, b), random).orElseThrow().started(0);
+      assertThat(a.decodeStreams()).isEqualTo(10);
+      assertThat(b.decodeStreams()).isEqualTo(10);
+    }
+
+    @Test
+    void streamsTheLastReportCountedBeyondThisGatewaysOwnWeighToo() {
+      Replica busy = decode("busy", 0.2, 0), calm = decode("calm", 0.2, 0);
+      busy.started(0);
+      busy.startPoll();
+      busy.polled(LoadReport.newBuilder().setKvCacheUsage(0.3).setNumRunning(6).setNumWaiting(2).build());
+      assertThat(busy.decodeStreams()).as("1 of ours + 7 others'").isEqualTo(8);
+      busy.ended(0);
+      assertThat(busy.decodeStreams()).isEqualTo(7);
+      assertThat(Replicas.leastLoaded(List.of(busy, calm), new java.util.Random(2))).contains(calm);
+    }
+
+    @Test
+    void aReplicaNearlyOutOfKvRoomIsPassedOverWhileAnotherHasRoom() {
+      Replica full = decode("full", 0.97, 0), roomy = decode("roomy", 0.5, 40);
+      var random = new java.util.Random(3);
+      for (int i = 0; i < 10; i++) assertThat(Replicas.leastLoaded(List.of(full, roomy), random)).contains(roomy);
+      Replica alsoFull = decode("also-full", 0.99, 5);
+      assertThat(Replicas.leastLoaded(List.of(full, alsoFull), random)).as("all full: still the less loaded").contains(full);
+    }
+
+    @Test
+    void ofManyReplicasTwoRandomOnesAreCompared() {
+      List<Replica> pool = java.util.stream.IntStream.range(0, 8).mapToObj(i -> decode("r" + i, 0.1, i)).toList();
+      var random = new java.util.Random(4);
+      java.util.Map<Replica, Integer> picks = new java.util.HashMap<>();
+      for (int i = 0; i < 4000; i++) picks.merge(Replicas.leastLoaded(pool, random).orElseThrow(), 1, Integer::sum);
+      assertThat(picks).doesNotContainKey(pool.get(7)).as("the busiest never wins a pair");
+      // P(least loaded of a random pair is r_k) = (7 - k) / 28
+      for (int k = 0; k < 7; k++) assertThat(picks.get(pool.get(k)) / 4000.0).isCloseTo((7 - k) / 28.0, org.assertj.core.data.Offset.offset(0.03));
     }
 
     @Test
     void aReplicaComesBackWhenItsPollAnswersAgain() {
       Replica r = replica(Replica.Role.DECODE, "flaky", LoadReport.getDefaultInstance());
       r.markUnreachable();
-      assertThat(Replicas.mostRoom(List.of(r))).isEmpty();
+      assertThat(Replicas.leastLoaded(List.of(r), new java.util.Random(0))).isEmpty();
       assertThat(r.startPoll()).isTrue();
       assertThat(r.startPoll()).as("one poll at a time").isFalse();
       r.polled(LoadReport.getDefaultInstance());
-      assertThat(Replicas.mostRoom(List.of(r))).contains(r);
+      assertThat(Replicas.leastLoaded(List.of(r), new java.util.Random(0))).contains(r);
     }
   }
 }

@@ -64,6 +64,27 @@ class StreamingLifecycleTest {
   }
 
   @Test
+  void aStreamsHeadersGoOutAtOnceAndKeepAlivesWhileThePromptIsComputed() throws IOException {
+    String id = newId("keep-alive");
+    FakeMesh.script(id, FakeMesh.Script.says("never sent").hangingInPrefill());
+    try (Socket socket = open(id, chat("hi").put("stream", true).toString())) {
+      BufferedReader in = reader(socket);
+      assertThat(in.readLine()).isEqualTo("HTTP/1.1 200 OK");
+      List<String> headers = new ArrayList<>();
+      for (String line = in.readLine(); !line.isEmpty(); line = in.readLine()) headers.add(line.toLowerCase(java.util.Locale.ROOT));
+      assertThat(headers).contains("content-type: text/event-stream", "x-request-id: " + id.toLowerCase(java.util.Locale.ROOT));
+      long start = System.nanoTime();
+      int comments = 0;
+      for (String line = in.readLine(); comments < 2 && line != null; line = in.readLine()) {
+        assertThat(line).doesNotStartWith("data:");
+        if (line.equals(": keep-alive")) comments++;
+      }
+      assertThat(comments).isEqualTo(2);
+      assertThat(Duration.ofNanos(System.nanoTime() - start)).as("every 1 s (the tests' setting)").isLessThan(Duration.ofSeconds(10));
+    }
+  }
+
+  @Test
   void hangingUpDuringDecodeCancelsTheDecodeCall() throws IOException {
     String id = newId("cancel-decode");
     FakeMesh.script(id, FakeMesh.Script.says("a stream that never ends by itself").hanging());

@@ -87,6 +87,6 @@ class TracingTest {
   }
 
   private SpanData request(String id) {
-    return awaitSpan(spans, s -> id.equals(s.getAttributes().get(GenerationSpan.RESPONSE_ID)));
+    return awaitSpan(spans, s -> id.equals(s.getAttributes().get(GenerationSpan.CLIENT_REQUEST_ID)));
   }
 }

@@ -2,7 +2,7 @@ package io.moemesh.prefill;
 
 import io.grpc.Context;
 import io.grpc.ManagedChannel;
-import io.grpc.ManagedChannelBuilder;
+import io.moemesh.proto.auth.MeshChannels;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.stub.StreamObserver;
@@ -165,7 +165,7 @@ public class StorePutConnector implements KvConnector {
   }
 
   private ManagedChannel channel(String store) {
-    return channels.computeIfAbsent(store, a -> ManagedChannelBuilder.forTarget(a).usePlaintext().build());
+    return channels.computeIfAbsent(store, a -> MeshChannels.builder(a).build());
   }
 
   @PreDestroy

@@ -2,7 +2,7 @@ package io.moemesh.enginehost.experts;
 
 import com.google.protobuf.ByteString;
 import io.grpc.ManagedChannel;
-import io.grpc.ManagedChannelBuilder;
+import io.moemesh.proto.auth.MeshChannels;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.stub.StreamObserver;
@@ -139,7 +139,7 @@ public final class GrpcExpertTransport implements ExpertTransport {
   }
 
   private static ManagedChannel channel(String address) {
-    return ManagedChannelBuilder.forTarget(address).usePlaintext().maxInboundMessageSize(MAX_FRAME).build();
+    return MeshChannels.builder(address).maxInboundMessageSize(MAX_FRAME).build();
   }
 
   /** One stream to one expert service and the frames awaiting their answers. */

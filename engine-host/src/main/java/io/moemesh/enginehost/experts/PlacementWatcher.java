@@ -1,7 +1,7 @@
 package io.moemesh.enginehost.experts;
 
 import io.grpc.ManagedChannel;
-import io.grpc.ManagedChannelBuilder;
+import io.moemesh.proto.auth.MeshChannels;
 import io.grpc.StatusRuntimeException;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -134,6 +134,6 @@ public class PlacementWatcher {
   }
 
   private static ManagedChannel channel(String address) {
-    return ManagedChannelBuilder.forTarget(address).usePlaintext().maxInboundMessageSize(64 << 20).build();
+    return MeshChannels.builder(address).maxInboundMessageSize(64 << 20).build();
   }
 }

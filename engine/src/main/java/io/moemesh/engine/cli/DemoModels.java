@@ -14,7 +14,7 @@ import java.nio.file.StandardCopyOption;
  * written to a temporary folder and renamed when complete, so an interrupted run never leaves half a model.
  */
 public final class DemoModels {
-  static final String DEFAULT = "small";
+  public static final String DEFAULT = "small";
   static final long DEFAULT_SEED = 0;
 
   private DemoModels() {}

@@ -7,11 +7,13 @@ import java.util.SplittableRandom;
 /**
  * Picks one request's next tokens from its logits row, in vLLM's order:
  * <pre>
- *   logits ─▶ penalties ─▶ ÷ temperature ─▶ top-k ─▶ top-p ─▶ min-p ─▶ draw          (temperature &gt; 0)
- *   logits ─▶ penalties ─▶ argmax, ties to the lowest id                              (temperature = 0)
+ *   logits ─▶ bias ─▶ penalties ─▶ ÷ temperature ─▶ top-k ─▶ top-p ─▶ min-p ─▶ draw   (temperature &gt; 0)
+ *   logits ─▶ bias ─▶ penalties ─▶ argmax, ties to the lowest id                       (temperature = 0)
  *   logits ─▶ log-softmax ─▶ chosen token's logprob + top n                           (if logprobs asked)
  * </pre>
  * <ul>
+ *   <li><b>Logit bias</b> (OpenAI's {@code logit_bias}) adds each named token's bias to its logit, first, as
+ *       vLLM's logits processors do before the penalties; the sum saturates at ±{@link Float#MAX_VALUE}.
  *   <li><b>Penalties</b> (vLLM {@code apply_penalties}), for every token id t seen in the prompt or the
  *       output: {@code l ← l > 0 ? l / repetition : l · repetition}; then, with {@code c} = times t was
  *       generated, {@code l ← l - frequency · c - presence · [c > 0]}. Prompt-only tokens get the
@@ -77,7 +79,7 @@ public final class Sampler {
    * {@link #sample}'s token and skip copying the row out; the row's errors are {@link #sample}'s to report.
    */
   public boolean takesArgmax() {
-    return params.isGreedy() && !params.usesPenalties() && params.logprobs() == null;
+    return params.isGreedy() && !params.changesLogits() && params.logprobs() == null;
   }
 
   /**
@@ -162,14 +164,19 @@ public final class Sampler {
     }
   }
 
-  /** Penalizes a copy of the row into scratch; false (and scratch untouched) when no penalty applies. */
+  /** Biases and penalizes a copy of the row into scratch; false (and scratch untouched) when nothing applies. */
   private boolean penalize(float[] logits, TokenCounts history) {
-    if (!params.usesPenalties() || history.numDistinctTokens() == 0) {
+    boolean penalties = params.usesPenalties() && history.numDistinctTokens() > 0;
+    if (!penalties && params.logitBias().isEmpty()) {
       return false;
     }
     float[] x = scratch();
     System.arraycopy(logits, 0, x, 0, vocabSize);
-    applyPenalties(x, history, params);
+    for (var bias : params.logitBias().entrySet()) {
+      int t = bias.getKey();
+      if (x[t] != Float.NEGATIVE_INFINITY) x[t] = (float) Math.clamp((double) x[t] + bias.getValue(), -Float.MAX_VALUE, Float.MAX_VALUE);
+    }
+    if (penalties) applyPenalties(x, history, params);
     return true;
   }
 

@@ -1,5 +1,6 @@
 package io.moemesh.model.sampling;
 
+import java.util.Map;
 import java.util.Set;
 
 /**
@@ -20,6 +21,8 @@ import java.util.Set;
  *   stop_token_ids      ids &ge; 0 (&lt; vocab: {@link #validateFor}) empty
  *   logprobs            null, or [0, 20]              null = none; n = chosen token + the n most likely
  *   ignore_eos          boolean                       false
+ *   logit_bias          token id &rarr; [-100, 100],  empty
+ *                       at most 1024 ids (&lt; vocab: {@link #validateFor})
  * </pre>
  * Unlike vLLM, a temperature in (0, 0.01) is not raised to 0.01: the sampler works in double precision
  * after subtracting the maximum, so small temperatures are exact rather than a NaN risk.
@@ -39,7 +42,8 @@ public record SamplingParams(
     Long seed,
     Set<Integer> stopTokenIds,
     Integer logprobs,
-    boolean ignoreEos) {
+    boolean ignoreEos,
+    Map<Integer, Float> logitBias) {
 
   /** The largest {@code temperature} accepted (OpenAI's and vLLM's bound). */
   public static final double MAX_TEMPERATURE = 2.0;
@@ -47,6 +51,10 @@ public record SamplingParams(
   public static final double MAX_PENALTY = 2.0;
   /** The most top logprobs a request may ask for (vLLM's default {@code max_logprobs}). */
   public static final int MAX_LOGPROBS = 20;
+  /** The bound of a {@code logit_bias} value (OpenAI's): every bias lies in [-100, 100]. */
+  public static final float MAX_LOGIT_BIAS = 100;
+  /** The most token ids one {@code logit_bias} may name. */
+  public static final int MAX_LOGIT_BIAS_TOKENS = 1024;
 
   /** Validates every parameter; {@code top_k = -1} is normalized to 0 and the stop ids are copied. */
   public SamplingParams {
@@ -80,6 +88,22 @@ public record SamplingParams(
       }
     }
     stopTokenIds = Set.copyOf(stopTokenIds);
+    if (logitBias == null) {
+      throw invalid("logit_bias must not be null (use an empty map)");
+    }
+    if (logitBias.size() > MAX_LOGIT_BIAS_TOKENS) {
+      throw invalid("logit_bias may name at most " + MAX_LOGIT_BIAS_TOKENS + " token ids, got " + logitBias.size());
+    }
+    for (var e : logitBias.entrySet()) {
+      if (e.getKey() == null || e.getKey() < 0) {
+        throw invalid("logit_bias keys must be non-negative token ids, got " + e.getKey());
+      }
+      Float bias = e.getValue();
+      if (bias == null || !(bias >= -MAX_LOGIT_BIAS && bias <= MAX_LOGIT_BIAS)) {
+        throw invalid("logit_bias values must be in [-100, 100], got " + bias + " for token " + e.getKey());
+      }
+    }
+    logitBias = Map.copyOf(logitBias);
     topK = topK == -1 ? 0 : topK;
   }
 
@@ -98,14 +122,14 @@ public record SamplingParams(
     return new Builder().temperature(temperature).topP(topP).topK(topK).minP(minP)
         .presencePenalty(presencePenalty).frequencyPenalty(frequencyPenalty)
         .repetitionPenalty(repetitionPenalty).seed(seed).stopTokenIds(stopTokenIds)
-        .logprobs(logprobs).ignoreEos(ignoreEos);
+        .logprobs(logprobs).ignoreEos(ignoreEos).logitBias(logitBias);
   }
 
   /**
-   * Checks the parameters that depend on the model: every stop token id must lie in [0, vocabSize).
+   * Checks the parameters that depend on the model: every stop token id and logit_bias id must lie in [0, vocabSize).
    *
    * @return this, for chaining
-   * @throws IllegalArgumentException naming {@code stop_token_ids} and the offending id
+   * @throws IllegalArgumentException naming {@code stop_token_ids} or {@code logit_bias} and the offending id
    */
   public SamplingParams validateFor(int vocabSize) {
     if (vocabSize < 1) {
@@ -116,12 +140,22 @@ public record SamplingParams(
         throw invalid("stop_token_ids contains " + id + ", outside the vocabulary [0, " + vocabSize + ")");
       }
     }
+    for (int id : logitBias.keySet()) {
+      if (id >= vocabSize) {
+        throw invalid("logit_bias names token " + id + ", outside the vocabulary [0, " + vocabSize + ")");
+      }
+    }
     return this;
   }
 
   /** True when the next token is the argmax ({@code temperature == 0}); no randomness is drawn. */
   public boolean isGreedy() {
     return temperature == 0;
+  }
+
+  /** True when the logits are changed before sampling: a logit bias, or a penalty on a token seen. */
+  public boolean changesLogits() {
+    return usesPenalties() || !logitBias.isEmpty();
   }
 
   /** True when any of the three penalties would change a logit. */
@@ -152,6 +186,7 @@ public record SamplingParams(
     private Set<Integer> stopTokenIds = Set.of();
     private Integer logprobs;
     private boolean ignoreEos;
+    private Map<Integer, Float> logitBias = Map.of();
 
     private Builder() {}
 
@@ -179,9 +214,12 @@ public record SamplingParams(
 
     public Builder ignoreEos(boolean ignoreEos) { this.ignoreEos = ignoreEos; return this; }
 
+    /** Added to the named tokens' logits before penalties and sampling (OpenAI's {@code logit_bias}). */
+    public Builder logitBias(Map<Integer, Float> bias) { this.logitBias = bias; return this; }
+
     public SamplingParams build() {
       return new SamplingParams(temperature, topP, topK, minP, presencePenalty, frequencyPenalty,
-          repetitionPenalty, seed, stopTokenIds, logprobs, ignoreEos);
+          repetitionPenalty, seed, stopTokenIds, logprobs, ignoreEos, logitBias);
     }
   }
 }

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.within;
 
 import java.util.Arrays;
+import java.util.Map;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
@@ -47,6 +48,25 @@ class SamplerTest {
       Sampler sampler = new Sampler(SamplingParams.greedy(), 4);
       assertThat(sampler.sample(new float[] {1f, 7f, 7f, 7f}, new TokenCounts()).tokenId()).isEqualTo(1);
       assertThat(sampler.sample(new float[] {2f, 2f, 2f, 2f}, new TokenCounts()).tokenId()).isZero();
+    }
+
+    @Test
+    void seesTheBiasedLogitsAndLeavesTheArgmaxShortcut() {
+      SamplingParams p = SamplingParams.greedy().toBuilder().logitBias(Map.of(2, 5f, 1, -100f)).build();
+      Sampler sampler = new Sampler(p, 3);
+      assertThat(sampler.takesArgmax()).isFalse();
+      assertThat(sampler.sample(new float[] {1f, 4f, -0.5f}, new TokenCounts()).tokenId()).isEqualTo(2);
+      Sampler banned = new Sampler(SamplingParams.greedy().toBuilder().logitBias(Map.of(1, -100f)).build(), 3);
+      assertThat(banned.sample(new float[] {1f, 4f, -0.5f}, new TokenCounts()).tokenId()).isZero();
+    }
+
+    @Test
+    void biasComesBeforeThePenalties() {
+      // bias 2 lifts token 0 to 3.5; the presence penalty 1 then takes it to 2.5, above token 1's 2.4
+      SamplingParams p = SamplingParams.greedy().toBuilder().logitBias(Map.of(0, 2f)).presencePenalty(1.0).build();
+      TokenCounts history = new TokenCounts();
+      history.addGenerated(0);
+      assertThat(new Sampler(p, 2).sample(new float[] {1.5f, 2.4f}, history).tokenId()).isZero();
     }
 
     @Test
@@ -117,19 +137,31 @@ class SamplerTest {
     }
 
     @Test
+    void matchesSoftmaxOfTheBiasedLogits() {
+      float[] logits = {1.0f, 0.5f, 0f, -0.5f, 2.0f, NEG_INF};
+      float[] biased = {1.0f, 2.5f, 0f, -0.5f, -1.0f, NEG_INF};
+      assertChiSquareFits(seeded(7).logitBias(Map.of(1, 2f, 4, -3f, 5, 100f)).build(), logits, biased, 1.0);
+    }
+
+    @Test
     void matchesSoftmaxOfScaledLogitsAtTemperatureHalf() {
       float[] logits = {1.0f, 0.5f, 0f, -0.5f, 2.0f, NEG_INF};
       assertChiSquareFits(seeded(99).temperature(0.5).build(), logits, 0.5);
     }
 
     private void assertChiSquareFits(SamplingParams params, float[] logits, double temperature) {
+      assertChiSquareFits(params, logits, logits, temperature);
+    }
+
+    /** Samples {@code logits} with {@code params}; the draws must follow the softmax of {@code effective}. */
+    private void assertChiSquareFits(SamplingParams params, float[] logits, float[] effective, double temperature) {
       int n = 100_000;
       long[] observed = new long[logits.length];
       Sampler sampler = new Sampler(params, logits.length);
       for (int i = 0; i < n; i++) {
         observed[sampler.sample(logits, new TokenCounts()).tokenId()]++;
       }
-      double[] expected = softmax(logits, temperature);
+      double[] expected = softmax(effective, temperature);
       double chiSquare = 0;
       for (int t = 0; t < logits.length; t++) {
         if (expected[t] == 0) {

@@ -46,7 +46,7 @@ class SamplingParamsTest {
     void toBuilderRoundTripsAndDerivesVariants() {
       SamplingParams p = SamplingParams.builder().temperature(0.7).topP(0.9).topK(40).minP(0.05)
           .presencePenalty(0.5).frequencyPenalty(-0.5).repetitionPenalty(1.1).seed(7L)
-          .stopTokenIds(Set.of(1, 2)).logprobs(5).ignoreEos(true).build();
+          .stopTokenIds(Set.of(1, 2)).logprobs(5).ignoreEos(true).logitBias(java.util.Map.of(3, -1.5f)).build();
       assertThat(p.toBuilder().build()).isEqualTo(p);
       assertThat(p.toBuilder().seed(8L).build()).isNotEqualTo(p).extracting(SamplingParams::seed).isEqualTo(8L);
       assertThat(p.usesPenalties()).isTrue();
@@ -91,7 +91,12 @@ class SamplingParamsTest {
           bad("logprobs", "[0, 20]", b -> b.logprobs(-1)),
           bad("logprobs", "[0, 20]", b -> b.logprobs(21)),
           bad("stop_token_ids", "non-negative", b -> b.stopTokenIds(Set.of(-3))),
-          bad("stop_token_ids", "null", b -> b.stopTokenIds(null)));
+          bad("stop_token_ids", "null", b -> b.stopTokenIds(null)),
+          bad("logit_bias", "[-100, 100]", b -> b.logitBias(java.util.Map.of(5, 100.5f))),
+          bad("logit_bias", "[-100, 100]", b -> b.logitBias(java.util.Map.of(5, Float.NaN))),
+          bad("logit_bias", "non-negative", b -> b.logitBias(java.util.Map.of(-1, 1f))),
+          bad("logit_bias", "at most 1024", b -> b.logitBias(java.util.stream.IntStream.range(0, 1025).boxed()
+              .collect(java.util.stream.Collectors.toMap(i -> i, i -> 1f)))));
     }
 
     @ParameterizedTest(name = "{0}: {1}")
@@ -133,6 +138,13 @@ class SamplingParamsTest {
       assertThatThrownBy(() -> p.validateFor(100))
           .isInstanceOf(IllegalArgumentException.class)
           .hasMessage("stop_token_ids contains 100, outside the vocabulary [0, 100)");
+    }
+
+    @Test
+    void rejectsALogitBiasIdAtOrBeyondTheVocabularySize() {
+      SamplingParams p = SamplingParams.builder().logitBias(java.util.Map.of(7, 1f, 100, -5f)).build();
+      assertThatThrownBy(() -> p.validateFor(100)).hasMessage("logit_bias names token 100, outside the vocabulary [0, 100)");
+      assertThat(p.validateFor(101)).isSameAs(p);
     }
 
     @Test
