@@ -54,6 +54,10 @@ final class ServiceProcess implements AutoCloseable {
     return new ServiceProcess(name, http, grpc, p, log);
   }
 
+  boolean alive() {
+    return process.isAlive();
+  }
+
   String grpcAddress() {
     return "localhost:" + grpcPort;
   }

@@ -107,6 +107,20 @@ public interface GatewayConfig {
   @WithDefault("4M")
   MemorySize maxBodySize();
 
+  /**
+   * Longest request URI (path and query) accepted; a longer one is a 414 in OpenAI's shape. Keep it well below
+   * {@code quarkus.http.limits.max-initial-line-length}, past which Netty answers 414 with no body.
+   */
+  @WithDefault("4096")
+  int maxUriLength();
+
+  /**
+   * Largest request header block accepted; a larger one is a 431 in OpenAI's shape. Keep it well below
+   * {@code quarkus.http.limits.max-header-size}, past which Netty answers 431 with no body.
+   */
+  @WithDefault("20K")
+  MemorySize maxHeaderSize();
+
   /** Cache-aware prefill routing ({@link PrefixAffinity}). */
   PrefixRouting prefixRouting();
 

@@ -55,7 +55,7 @@ public class OpenAiRoutes {
 
   void register(@Observes Router router) {
     BodyHandler body = BodyHandler.create(false).setBodyLimit(config.maxBodySize().asLongValue());
-    router.route("/v1/*").handler(this::authenticate).failureHandler(this::failed);
+    router.route("/v1/*").handler(this::authenticate);
     router.get("/v1/models").handler(this::listModels);
     router.get("/v1/models/:id").handler(this::getModel);
     router.post("/v1/chat/completions").handler(body).handler(ctx -> generate(ctx, Endpoint.CHAT));
@@ -75,17 +75,6 @@ public class OpenAiRoutes {
       ResponseWriter.sendError(ctx.response(), ApiError.unauthorized("Incorrect API key provided."));
     } else {
       ctx.next();
-    }
-  }
-
-  /** Failures of the routes themselves (an oversized body, a bug) in OpenAI's shape, not Vert.x' plain text. */
-  private void failed(RoutingContext ctx) {
-    if (ctx.statusCode() == 413) {
-      ResponseWriter.sendError(ctx.response(), new ApiError(413, "invalid_request_error",
-          "The request body is larger than " + config.maxBodySize().asLongValue() + " bytes", null, null, null));
-    } else {
-      String why = ctx.failure() == null ? "status " + ctx.statusCode() : ctx.failure().toString();
-      ResponseWriter.sendError(ctx.response(), ApiError.backend(500, "The gateway failed: " + why));
     }
   }
 

@@ -16,7 +16,10 @@ import java.util.function.Function;
 /**
  * vLLM's server routes beside the OpenAI API — {@code GET /health} (200 when ready to serve, else 503),
  * {@code GET /version}, {@code POST /tokenize} ({@code prompt} or chat {@code messages} → ids),
- * {@code POST /detokenize} (ids → text) — and OpenAI-shaped JSON for the router's own 404 and 405 answers.
+ * {@code POST /detokenize} (ids → text) — and OpenAI-shaped JSON for the router's own answers: 404, 405, a failed
+ * route (413 and the body handler's other 4xx, or a bug's 500), and 414 and 431 for a request URI or header block over
+ * the gateway's limits. (Netty's own, higher limits answer 414 and 431 before any route runs, with no body: Quarkus
+ * does not expose Vert.x' invalidRequestHandler, so the gateway keeps its limits below them, where routes see them.)
  */
 @ApplicationScoped
 public class ServerRoutes {
@@ -27,6 +30,8 @@ public class ServerRoutes {
 
   void register(@Observes Router router) {
     BodyHandler body = BodyHandler.create(false).setBodyLimit(config.maxBodySize().asLongValue());
+    router.route().order(Integer.MIN_VALUE).handler(this::withinLimits);
+    router.route().failureHandler(this::failed);
     router.get("/health").handler(this::health);
     router.get("/version").handler(ctx -> json(ctx, JsonNodeFactory.instance.objectNode().put("version", version())));
     router.post("/tokenize").handler(body).handler(ctx -> blocking(ctx, this::tokenize));
@@ -36,6 +41,47 @@ public class ServerRoutes {
     router.errorHandler(405, ctx -> ResponseWriter.sendError(ctx.response(),
         new ApiError(405, "invalid_request_error", "Method " + ctx.request().method() + " is not allowed on "
             + ctx.request().path(), null, "method_not_allowed", null)));
+  }
+
+  /** 414 for a request URI longer than the gateway's limit, 431 for a larger header block; else on to the routes. */
+  private void withinLimits(RoutingContext ctx) {
+    int uri = ctx.request().uri().length();
+    if (uri > config.maxUriLength()) {
+      ResponseWriter.sendError(ctx.response(), new ApiError(414, "invalid_request_error", "The request URI is " + uri
+          + " characters long; at most " + config.maxUriLength() + " are allowed", null, null, null));
+      return;
+    }
+    long headers = 0;
+    for (var h : ctx.request().headers()) headers += h.getKey().length() + h.getValue().length() + 4; // "name: value\r\n"
+    long maxHeaders = config.maxHeaderSize().asLongValue();
+    if (headers > maxHeaders) {
+      ResponseWriter.sendError(ctx.response(), new ApiError(431, "invalid_request_error", "The request headers take "
+          + headers + " bytes; at most " + maxHeaders + " are allowed", null, null, null));
+      return;
+    }
+    ctx.next();
+  }
+
+  /**
+   * Failures of the routes in OpenAI's shape, not Vert.x' plain text: the body handler's 413 (body over the limit), its
+   * other 4xx (an {@code Expect} it cannot meet, a form body it cannot decode) as the client's error, anything else as
+   * the gateway's own 500.
+   */
+  private void failed(RoutingContext ctx) {
+    int status = ctx.statusCode();
+    ApiError error;
+    if (status == 413) {
+      error = new ApiError(413, "invalid_request_error", "The request body is larger than "
+          + config.maxBodySize().asLongValue() + " bytes", null, null, null);
+    } else if (status >= 400 && status < 500) {
+      String why = ctx.failure() != null ? ctx.failure().getMessage()
+          : io.netty.handler.codec.http.HttpResponseStatus.valueOf(status).reasonPhrase();
+      error = new ApiError(status, "invalid_request_error", "We could not read your request: " + why, null, null, null);
+    } else {
+      String why = ctx.failure() == null ? "status " + status : ctx.failure().toString();
+      error = ApiError.backend(500, "The gateway failed: " + why);
+    }
+    ResponseWriter.sendError(ctx.response(), error);
   }
 
   private void health(RoutingContext ctx) {

@@ -97,6 +97,36 @@ class ErrorsTest {
         .post("/v1/chat/completions").then().statusCode(413).body("error.type", equalTo("invalid_request_error"));
   }
 
+  /** /tokenize and /detokenize share the gateway's body limit and its error shape. */
+  @Test
+  void oversizedBodyOnTheServerRoutesIs413InOpenAiShape() {
+    given().contentType(ContentType.JSON).body("{\"prompt\": \"" + "x".repeat(5 * 1024 * 1024) + "\"}").post("/tokenize")
+        .then().statusCode(413).contentType(ContentType.JSON).body("error.type", equalTo("invalid_request_error"));
+  }
+
+  /** A form body the body handler cannot decode, or an Expect it cannot meet, is the client's 4xx, not a 500. */
+  @Test
+  void bodiesTheBodyHandlerRefusesAre4xxInOpenAiShape() {
+    for (String path : List.of("/v1/completions", "/tokenize")) {
+      given().contentType("application/x-www-form-urlencoded").body("prompt=%zz&model=%").post(path).then()
+          .statusCode(400).contentType(ContentType.JSON).body("error.type", equalTo("invalid_request_error"))
+          .body("error.message", containsString("could not read your request"));
+    }
+    given().contentType(ContentType.JSON).header("Expect", "something-else").body(completion("hi").toString())
+        .post("/v1/completions").then().statusCode(417).contentType(ContentType.JSON)
+        .body("error.type", equalTo("invalid_request_error"));
+  }
+
+  /** Over the gateway's limits (moemesh.gateway.max-uri-length, max-header-size), below Netty's, which has no body. */
+  @Test
+  void longUrisAndLargeHeadersAre414And431InOpenAiShape() {
+    given().get("/v1/models/" + "m".repeat(5000)).then().statusCode(414).contentType(ContentType.JSON)
+        .body("error.type", equalTo("invalid_request_error")).body("error.message", containsString("at most 4096"));
+    given().header("X-Big", "h".repeat(25 * 1024)).get("/v1/models").then().statusCode(431).contentType(ContentType.JSON)
+        .body("error.type", equalTo("invalid_request_error")).body("error.message", containsString("at most 20480"));
+    given().header("X-Fine", "h".repeat(10 * 1024)).get("/v1/models").then().statusCode(200);
+  }
+
   @Test
   void wrongTypesNameTheField() {
     expect400(chat("hi").put("temperature", "hot"), "temperature", "expected a number");
