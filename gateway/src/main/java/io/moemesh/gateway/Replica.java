@@ -20,6 +20,7 @@ final class Replica {
   private final AtomicInteger localRequests = new AtomicInteger();
   private final AtomicBoolean polling = new AtomicBoolean();
   private volatile int othersRunning; // what the last report counted beyond this gateway's own streams
+  private int missedPolls; // consecutive Load calls that timed out or failed short of UNAVAILABLE; guarded by polling
   private volatile LoadReport load = LoadReport.getDefaultInstance();
   private volatile boolean reachable; // false until the first Load answers
 
@@ -78,16 +79,24 @@ final class Replica {
   }
 
   void polled(LoadReport report) {
+    missedPolls = 0;
     load = report;
     othersRunning = Math.max(0, report.getNumRunning() + report.getNumWaiting() - localRequests.get());
     reachable = true;
     polling.set(false);
   }
 
-  void pollFailed() {
-    reachable = false;
+  /**
+   * A Load call failed. UNAVAILABLE (nothing listens, the connection broke) takes the replica out of routing at once;
+   * anything else (a Load slower than its deadline: a replica busy with a burst) only after {@link #MAX_MISSED_POLLS}
+   * in a row, so a loaded replica is not mistaken for a dead one.
+   */
+  void pollFailed(io.grpc.Status.Code code) {
+    if (code == io.grpc.Status.Code.UNAVAILABLE || ++missedPolls >= MAX_MISSED_POLLS) reachable = false;
     polling.set(false);
   }
+
+  static final int MAX_MISSED_POLLS = 3;
 
   /** A call found the replica unreachable: skip it until its next Load answers. */
   void markUnreachable() {

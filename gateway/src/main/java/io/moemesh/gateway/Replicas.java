@@ -29,7 +29,8 @@ import org.jboss.logging.Logger;
  * load margin, else least queued prompt tokens ({@link PrefixAffinity}); decode = the less loaded of two replicas
  * drawn at random ({@link #leastLoaded}), by streams counted at dispatch, so a burst spreads before any poll
  * reports it. A background poller calls every replica's {@code Load};
- * a replica counts as reachable while its last poll answered, and unreachable ones are skipped. The pools come from
+ * a replica counts as reachable while its polls answer (one UNAVAILABLE or three slow ones in a row take it out),
+ * and unreachable ones are skipped. The pools come from
  * {@link ReplicaDiscovery}: {@code dns:///name:port} entries are resolved again every discovery interval.
  */
 @Singleton
@@ -148,7 +149,7 @@ public class Replicas {
       if (!r.startPoll()) continue;
       StreamObserver<LoadReport> answer = new StreamObserver<>() {
         @Override public void onNext(LoadReport report) { r.polled(report); }
-        @Override public void onError(Throwable t) { r.pollFailed(); }
+        @Override public void onError(Throwable t) { r.pollFailed(io.grpc.Status.fromThrowable(t).getCode()); }
         @Override public void onCompleted() {}
       };
       try {
@@ -158,7 +159,7 @@ public class Replicas {
           DecodeGrpc.newStub(r.channel()).withDeadlineAfter(loadTimeoutMs, TimeUnit.MILLISECONDS).load(LOAD, answer);
         }
       } catch (RuntimeException e) {
-        r.pollFailed();
+        r.pollFailed(io.grpc.Status.Code.UNAVAILABLE);
       }
     }
   }

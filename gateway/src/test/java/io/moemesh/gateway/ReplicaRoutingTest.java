@@ -180,6 +180,25 @@ class ReplicaRoutingTest {
     }
 
     @Test
+    void aSlowReplicaStaysInRoutingUntilItMissesThreePollsADeadOneLeavesAtOnce() {
+      Replica slow = decode("slow", 0.1, 0);
+      for (int miss = 1; miss <= Replica.MAX_MISSED_POLLS; miss++) {
+        assertThat(slow.startPoll()).isTrue();
+        slow.pollFailed(io.grpc.Status.Code.DEADLINE_EXCEEDED);
+        assertThat(slow.reachable()).as("after %d missed polls", miss).isEqualTo(miss < Replica.MAX_MISSED_POLLS);
+      }
+      slow.startPoll();
+      slow.polled(LoadReport.getDefaultInstance());
+      slow.startPoll();
+      slow.pollFailed(io.grpc.Status.Code.DEADLINE_EXCEEDED);
+      assertThat(slow.reachable()).as("an answer resets the count").isTrue();
+      Replica dead = decode("dead", 0.1, 0);
+      dead.startPoll();
+      dead.pollFailed(io.grpc.Status.Code.UNAVAILABLE);
+      assertThat(dead.reachable()).isFalse();
+    }
+
+    @Test
     void aReplicaComesBackWhenItsPollAnswersAgain() {
       Replica r = replica(Replica.Role.DECODE, "flaky", LoadReport.getDefaultInstance());
       r.markUnreachable();

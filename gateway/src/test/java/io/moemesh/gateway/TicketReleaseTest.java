@@ -37,8 +37,11 @@ class TicketReleaseTest {
     Api.awaitReady();
   }
 
-  static String ticketOf(String requestId) {
-    return FakePrefill.ticketKey(requestId);
+  /** The ticket the fake prefill gave the request the client called {@code clientId}: keyed by the mesh's own id. */
+  static String ticketOf(String clientId) {
+    var prefills = FakeMesh.calls(clientId, "prefill");
+    if (prefills.isEmpty()) return "(no prefill yet for " + clientId + ")";
+    return FakePrefill.ticketKey(((io.moemesh.proto.prefill.v1.PrefillRequest) prefills.getFirst().request()).getRequestId());
   }
 
   @Test
