@@ -46,7 +46,11 @@ import java.util.logging.Logger;
  * request's tokens, logits and drafts do not depend on its neighbours.
  */
 public final class DeepseekRunner implements ModelRunner {
-  /** Sees every logits row the runner samples from (tests, diagnostics); called on the step thread. */
+  /**
+   * Sees every logits row the runner samples from (tests, diagnostics); called on the step thread. With speculative
+   * decoding, every verified row up to the emitted token's, including a row after a stop token (the scheduler drops
+   * the tokens after a stop; the runner does not know the stop conditions).
+   */
   public interface LogitsObserver {
     void onLogits(String requestId, int position, float[] logits);
   }
