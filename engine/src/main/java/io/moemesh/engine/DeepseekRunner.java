@@ -262,12 +262,16 @@ public final class DeepseekRunner implements ModelRunner {
     Tensor draftLogits = pass.logits();
     for (int depth = 1; ; depth++) {
       List<Integer> still = new ArrayList<>();
+      // greedy drafts straight from the kernels' argmax: their rows never leave native memory
+      int[] argmax = chaining.stream().anyMatch(p -> proposers.get(p).speculation().drafter().takesArgmax()) ? argmaxRows(draftLogits) : null;
       for (int q = 0; q < chaining.size(); q++) {
         int p = chaining.get(q);
         ScheduledChunk c = proposers.get(p);
+        Sampler drafter = c.speculation().drafter();
         Sampler.Draft d;
         try {
-          d = c.speculation().drafter().draft(draftLogits.rows(q, q + 1).toFloatArray(), histories.get(p));
+          d = argmax != null && drafter.takesArgmax() && argmax[q] >= 0 ? new Sampler.Draft(argmax[q], null, 1)
+              : drafter.draft(draftLogits.rows(q, q + 1).toFloatArray(), histories.get(p));
         } catch (IllegalArgumentException e) { // a broken draft row: no (more) drafts for this request
           continue;
         }
@@ -302,6 +306,14 @@ public final class DeepseekRunner implements ModelRunner {
     return drafts;
   }
 
+  private int[] argmaxRows(Tensor logits) {
+    Tensor ids = scratch.empty(DType.I32, (int) logits.numRows());
+    model.kernels().argmaxRows(ids, logits);
+    int[] argmax = new int[(int) logits.numRows()];
+    for (int r = 0; r < argmax.length; r++) argmax[r] = ids.getInt(r);
+    return argmax;
+  }
+
   /** The history a request's drafts are drawn with: its tokens through this step's, when penalties read it. */
   private static TokenCounts draftHistory(ScheduledChunk c, List<SampledToken> accepted, SampledToken token) {
     if (!c.speculation().drafter().params().usesPenalties()) return c.history();
@@ -319,11 +331,7 @@ public final class DeepseekRunner implements ModelRunner {
   private int[] argmaxOfGreedyRows(List<ScheduledChunk> chunks, Tensor logits) {
     if (logits.numRows() == 0) return null;
     if (observer != null || chunks.stream().noneMatch(c -> c.samples() && c.sampler().takesArgmax())) return null;
-    Tensor ids = scratch.empty(DType.I32, (int) logits.numRows());
-    model.kernels().argmaxRows(ids, logits);
-    int[] argmax = new int[(int) logits.numRows()];
-    for (int r = 0; r < argmax.length; r++) argmax[r] = ids.getInt(r);
-    return argmax;
+    return argmaxRows(logits);
   }
 
   /**

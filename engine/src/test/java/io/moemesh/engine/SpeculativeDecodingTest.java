@@ -97,6 +97,7 @@ class SpeculativeDecodingTest {
     int[] extended = Arrays.copyOf(randomPrompt(3, 40), 52);
     System.arraycopy(randomPrompt(99, 12), 0, extended, 40, 12);
     requests.add(GenerationRequest.of("ext", extended, GREEDY, 12));
+    requests.add(GenerationRequest.of("penalized", randomPrompt(7, 14), GREEDY.toBuilder().presencePenalty(1.5).repetitionPenalty(1.3).build(), 16));
     if (stopAt != null)
       requests.add(GenerationRequest.of("stop", randomPrompt(1, 17), GREEDY.toBuilder().stopTokenIds(java.util.Set.of(stopAt[0])).build(), 30));
     return requests;
@@ -203,6 +204,32 @@ class SpeculativeDecodingTest {
       for (SchedulerOutput plan : mtp.plans())
         for (ScheduledChunk c : plan.chunks())
           assertThat(c.blockTable().length).isLessThanOrEqualTo((c.startPosition() + c.numTokens() + 2 + 7) / 8);
+    }
+  }
+
+  @Nested
+  class BatchInvariance {
+    /**
+     * With speculation on, sampled and greedy requests (penalties included) get the same tokens and logits batched,
+     * chunked and sharing cached prefixes as each alone: drafts, their random streams and the MTP layer's KV are the
+     * request's own (a cached page is keyed by the token after it too).
+     */
+    @Test
+    void requestsGetTheTokensAndLogitsOfEachAlone() throws Exception {
+      DeepseekModel model = TinyModel.model(Precision.INT8);
+      List<GenerationRequest> requests = EngineTest.mixedRequests();
+      SpecRun together = run(model, SchedulerConfig.defaults().withMaxBatchedTokens(19), new KvCacheConfig(64, 8, true), requests, 2, null, true);
+      Map<String, RequestStream.Completion> completions = new HashMap<>();
+      Map<String, Map<Integer, float[]>> logits = new HashMap<>();
+      for (GenerationRequest r : requests) {
+        SpecRun one = run(model, EngineTest.ROOMY, new KvCacheConfig(64, 16, false), List.of(r), 2, null, true);
+        completions.putAll(one.run().completions());
+        logits.putAll(one.run().logits());
+      }
+      var alone = new EngineTest.Run(completions, logits, null);
+      assertSameTokensAndLogits(together.run(), alone);
+      assertSameTokensAndLogits(alone, together.run());
+      assertThat(together.run().stats().kvCache().hitTokens()).as("a prefix was shared").isPositive();
     }
   }
 
