@@ -39,8 +39,21 @@ class SpeculativeDecodingTest {
     List<Sampler.Draft> rewrite(String requestId, int numTokens, List<Sampler.Draft> proposed);
   }
 
-  /** What one speculative run gave, with every step's plan. */
-  record SpecRun(EngineTest.Run run, List<SchedulerOutput> plans) {}
+  /**
+   * What one speculative run gave, with every step's plan, and the decode steps (every chunk past its prompt): their
+   * runner time and the tokens they emitted.
+   */
+  record SpecRun(EngineTest.Run run, List<SchedulerOutput> plans, List<long[]> decodeSteps) {
+    double decodeTokensPerSecond() {
+      long nanos = decodeSteps.stream().mapToLong(s -> s[0]).sum(), tokens = decodeSteps.stream().mapToLong(s -> s[1]).sum();
+      return tokens / (nanos / 1e9);
+    }
+
+    double msPerDecodeStep() {
+      double[] sorted = decodeSteps.stream().mapToDouble(s -> s[0] / 1e6).sorted().toArray();
+      return sorted[sorted.length / 2];
+    }
+  }
 
   static SpecRun run(DeepseekModel model, SchedulerConfig scheduler, KvCacheConfig kv, List<GenerationRequest> requests, int k,
       DraftRewriter rewriter, boolean observe) throws Exception {
@@ -51,12 +64,16 @@ class SpeculativeDecodingTest {
     var real = new DeepseekRunner(model, model.localExperts(), kv, KvConnector.NONE, observer, 0, k);
     var sched = new Scheduler(scheduler, manager, ModelLimits.of(model.config()), k);
     List<SchedulerOutput> plans = java.util.Collections.synchronizedList(new ArrayList<>());
-    Map<String, Integer> numTokens = new ConcurrentHashMap<>();
+    List<long[]> decodeSteps = java.util.Collections.synchronizedList(new ArrayList<>());
     ModelRunner runner = new ModelRunner() {
       @Override
       public RunnerOutput execute(SchedulerOutput plan) {
         plans.add(plan);
+        long t0 = System.nanoTime();
         RunnerOutput out = real.execute(plan);
+        long t1 = System.nanoTime();
+        if (plan.chunks().stream().allMatch(c -> c.startPosition() >= c.numPromptTokens()))
+          decodeSteps.add(new long[] {t1 - t0, plan.chunks().stream().mapToLong(c -> 1 + out.acceptedOf(c.requestId()).size()).sum()});
         if (rewriter == null) return out;
         Map<String, List<Sampler.Draft>> drafts = new HashMap<>();
         for (ScheduledChunk c : plan.chunks()) {
@@ -80,7 +97,7 @@ class SpeculativeDecodingTest {
         var c = s.await(TIMEOUT);
         done.put(c.requestId(), c);
       }
-      return new SpecRun(new EngineTest.Run(done, logits, awaitIdle(engine)), plans);
+      return new SpecRun(new EngineTest.Run(done, logits, awaitIdle(engine)), plans, decodeSteps);
     }
   }
 
@@ -374,6 +391,41 @@ class SpeculativeDecodingTest {
   static int indexOf(int[] ids, int id) {
     for (int i = 0; i < ids.length; i++) if (ids[i] == id) return i;
     return -1;
+  }
+
+  /**
+   * On demand ({@code -Dmoemesh.spec-probe=MODEL_DIR}, e.g. the bench demo model): decode tokens/s and the median
+   * decode step without speculation, with the model's own MTP drafts, and with drafts an oracle always gets right
+   * (the ceiling a trained MTP head approaches), at batch 1 and 8. Asserts nothing but the tokens.
+   */
+  @Test
+  void throughputProbe() throws Exception {
+    String dir = System.getProperty("moemesh.spec-probe");
+    org.junit.jupiter.api.Assumptions.assumeTrue(dir != null, "on demand: -Dmoemesh.spec-probe=MODEL_DIR");
+    try (DeepseekModel model = DeepseekModel.load(Path.of(dir), Precision.INT8, TinyModel.kernels(), (d, t) -> {})) {
+      int vocab = model.config().vocabSize();
+      for (int batch : new int[] {1, 8}) {
+        List<GenerationRequest> requests = new ArrayList<>();
+        for (int i = 0; i < batch; i++) {
+          int[] prompt = new java.util.SplittableRandom(i).ints(32, 300, Math.min(4000, vocab)).toArray();
+          requests.add(GenerationRequest.of("p" + i, prompt, GREEDY, 40));
+        }
+        var kv = new KvCacheConfig(batch * 8 + 8, 16, false);
+        run(model, EngineTest.ROOMY, kv, requests, 0, null, false); // warm-up
+        SpecRun off = run(model, EngineTest.ROOMY, kv, requests, 0, null, false);
+        Map<String, int[]> truth = fullSequences(requests, off.run());
+        System.out.printf("probe %s batch %d: k=0 %.1f tok/s, step %.1f ms%n", Path.of(dir).getFileName(), batch, off.decodeTokensPerSecond(),
+            off.msPerDecodeStep());
+        for (int k = 1; k <= 3; k++) {
+          SpecRun own = run(model, EngineTest.ROOMY, kv, requests, k, null, false);
+          SpecRun oracle = run(model, EngineTest.ROOMY, kv, requests, k, oracle(truth, k, k), false);
+          for (GenerationRequest r : requests) assertThat(oracle.run().tokens(r.id())).isEqualTo(off.run().tokens(r.id()));
+          System.out.printf("probe batch %d k=%d: own drafts %.1f tok/s, step %.1f ms, %s; oracle %.1f tok/s, step %.1f ms, %.2f tokens/step%n",
+              batch, k, own.decodeTokensPerSecond(), own.msPerDecodeStep(), own.run().stats().speculation(), oracle.decodeTokensPerSecond(),
+              oracle.msPerDecodeStep(), oracle.run().stats().speculation().meanAcceptanceLength());
+        }
+      }
+    }
   }
 
   @Nested
