@@ -284,6 +284,48 @@ class SpeculativeDecodingTest {
     }
   }
 
+  /**
+   * A second draft is the module chained once: its own output hidden state at the last kept position and the first
+   * draft, at the next position, over the MTP layer's KV of every position before.
+   */
+  @Test
+  void chainedDraftsAreTheModuleAppliedToItsOwnOutput() throws Exception {
+    DeepseekModel model = TinyModel.model(Precision.EXACT);
+    GenerationRequest r = GenerationRequest.of("c", randomPrompt(21, 19), GREEDY, 14);
+    record Proposal(int numTokens, int[] drafts) {}
+    List<Proposal> proposals = java.util.Collections.synchronizedList(new ArrayList<>());
+    DraftRewriter recorder = (id, numTokens, d) -> {
+      proposals.add(new Proposal(numTokens, d.stream().mapToInt(Sampler.Draft::tokenId).toArray()));
+      return d;
+    };
+    SpecRun spec = run(model, SchedulerConfig.defaults().withMaxBatchedTokens(7), new KvCacheConfig(64, 8, true), List.of(r), 2, recorder, false);
+    int[] seq = fullSequences(List.of(r), spec.run()).get("c");
+    int checked = 0;
+    for (Proposal p : proposals) {
+      if (p.drafts().length < 2 || p.numTokens() > seq.length) continue;
+      assertThat(p.drafts()).as("drafts after %d tokens", p.numTokens()).containsExactly(chainReference(model, Arrays.copyOf(seq, p.numTokens())));
+      checked++;
+    }
+    assertThat(checked).isGreaterThan(5);
+  }
+
+  /** Drafts 1 and 2 after {@code tokens}: the MTP module over every position in one pass, then once chained. */
+  static int[] chainReference(DeepseekModel model, int[] tokens) {
+    int t = tokens.length - 1, page = 8;
+    int[] table = java.util.stream.IntStream.range(0, (t + 1 + page - 1) / page).toArray();
+    try (var arena = io.moemesh.kernels.TensorArena.open()) {
+      var cache = model.newCache(arena, table.length, page);
+      var out = model.forward(io.moemesh.model.ForwardBatch.single(Arrays.copyOf(tokens, t), 0, t, table, true), cache, arena);
+      var mtp = io.moemesh.model.ForwardBatch.single(Arrays.copyOfRange(tokens, 1, t + 1), 0, t, table, false);
+      var first = model.draftMtp(0, mtp, out.hidden(), cache, model.localExperts(), arena);
+      int d1 = argmax(first.logits().toFloatArray());
+      var h = arena.allocate(io.moemesh.kernels.DType.F32, 1, first.hidden().dim(1));
+      h.copyFrom(first.hidden().rows(t - 1, t));
+      var chained = model.draftMtp(0, io.moemesh.model.ForwardBatch.single(new int[] {d1}, t, t, table, false), h, cache, model.localExperts(), arena);
+      return new int[] {d1, argmax(chained.logits().toFloatArray())};
+    }
+  }
+
   /** The MTP module's logits at positions [0, T - 1) of {@code tokens}, main model and module each in one pass. */
   static float[][] mtpOneShot(DeepseekModel model, int[] tokens) {
     int t = tokens.length - 1, page = 8;
