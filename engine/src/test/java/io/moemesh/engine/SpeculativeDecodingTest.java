@@ -57,6 +57,11 @@ class SpeculativeDecodingTest {
 
   static SpecRun run(DeepseekModel model, SchedulerConfig scheduler, KvCacheConfig kv, List<GenerationRequest> requests, int k,
       DraftRewriter rewriter, boolean observe) throws Exception {
+    return run(model, scheduler, kv, requests, k, rewriter, observe, TIMEOUT);
+  }
+
+  static SpecRun run(DeepseekModel model, SchedulerConfig scheduler, KvCacheConfig kv, List<GenerationRequest> requests, int k,
+      DraftRewriter rewriter, boolean observe, java.time.Duration timeout) throws Exception {
     Map<String, Map<Integer, float[]>> logits = new ConcurrentHashMap<>();
     DeepseekRunner.LogitsObserver observer = observe
         ? (id, position, row) -> logits.computeIfAbsent(id, x -> new ConcurrentHashMap<>()).put(position, row) : null;
@@ -94,7 +99,7 @@ class SpeculativeDecodingTest {
       List<RequestStream> streams = engine.submitAll(requests);
       Map<String, RequestStream.Completion> done = new ConcurrentHashMap<>();
       for (RequestStream s : streams) {
-        var c = s.await(TIMEOUT);
+        var c = s.await(timeout);
         done.put(c.requestId(), c);
       }
       return new SpecRun(new EngineTest.Run(done, logits, awaitIdle(engine)), plans, decodeSteps);
@@ -453,14 +458,15 @@ class SpeculativeDecodingTest {
           requests.add(GenerationRequest.of("p" + i, prompt, GREEDY, 40));
         }
         var kv = new KvCacheConfig(batch * 8 + 8, 16, false);
-        run(model, EngineTest.ROOMY, kv, requests, 0, null, false); // warm-up
-        SpecRun off = run(model, EngineTest.ROOMY, kv, requests, 0, null, false);
+        var slow = java.time.Duration.ofMinutes(30); // a big model on a busy machine
+        run(model, EngineTest.ROOMY, kv, requests, 0, null, false, slow); // warm-up
+        SpecRun off = run(model, EngineTest.ROOMY, kv, requests, 0, null, false, slow);
         Map<String, int[]> truth = fullSequences(requests, off.run());
         System.out.printf("probe %s batch %d: k=0 %.1f tok/s, step %.1f ms%n", Path.of(dir).getFileName(), batch, off.decodeTokensPerSecond(),
             off.msPerDecodeStep());
         for (int k = 1; k <= 3; k++) {
-          SpecRun own = run(model, EngineTest.ROOMY, kv, requests, k, null, false);
-          SpecRun oracle = run(model, EngineTest.ROOMY, kv, requests, k, oracle(truth, k, k), false);
+          SpecRun own = run(model, EngineTest.ROOMY, kv, requests, k, null, false, slow);
+          SpecRun oracle = run(model, EngineTest.ROOMY, kv, requests, k, oracle(truth, k, k), false, slow);
           for (GenerationRequest r : requests) assertThat(oracle.run().tokens(r.id())).isEqualTo(off.run().tokens(r.id()));
           System.out.printf("probe batch %d k=%d: own drafts %.1f tok/s, step %.1f ms, %s; oracle %.1f tok/s, step %.1f ms, %.2f tokens/step%n",
               batch, k, own.decodeTokensPerSecond(), own.msPerDecodeStep(), own.run().stats().speculation(), oracle.decodeTokensPerSecond(),
