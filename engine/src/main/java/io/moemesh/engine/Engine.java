@@ -64,9 +64,21 @@ public final class Engine implements AutoCloseable {
    */
   public static Engine create(DeepseekModel model, ExpertBackend experts, SchedulerConfig scheduler, KvCacheConfig kv,
       KvConnector connector, DeepseekRunner.LogitsObserver observer, int microBatchThreshold) {
-    var manager = new KvCacheManager(kv.numPages(), kv.pageSize(), model.modelId(), kv.prefixCaching());
-    var runner = new DeepseekRunner(model, experts, kv, connector, observer, microBatchThreshold);
-    var core = new EngineCore(new Scheduler(scheduler, manager, ModelLimits.of(model.config())), runner, manager, connector);
+    return create(model, experts, scheduler, kv, connector, observer, microBatchThreshold, 0);
+  }
+
+  /**
+   * As {@link #create(DeepseekModel, ExpertBackend, SchedulerConfig, KvCacheConfig, KvConnector, DeepseekRunner.LogitsObserver, int)},
+   * with MTP speculative decoding of {@code speculativeTokens} drafts per request and step (0: off).
+   *
+   * @throws IllegalArgumentException if {@code speculativeTokens} &gt; 0 and the model has no MTP layer
+   */
+  public static Engine create(DeepseekModel model, ExpertBackend experts, SchedulerConfig scheduler, KvCacheConfig kv,
+      KvConnector connector, DeepseekRunner.LogitsObserver observer, int microBatchThreshold, int speculativeTokens) {
+    DeepseekRunner.checkSpeculation(model, speculativeTokens); // before the cache's memory is taken
+    var manager = new KvCacheManager(kv.numPages(), kv.pageSize(), model.modelId(), kv.prefixCaching(), speculativeTokens > 0);
+    var runner = new DeepseekRunner(model, experts, kv, connector, observer, microBatchThreshold, speculativeTokens);
+    var core = new EngineCore(new Scheduler(scheduler, manager, ModelLimits.of(model.config()), speculativeTokens), runner, manager, connector);
     return new Engine(core, "engine-step");
   }
 

@@ -57,7 +57,7 @@ public final class EngineCore implements AutoCloseable {
     steps++;
     for (ScheduledChunk c : plan.chunks()) {
       promptTokens += Math.max(0, Math.min(c.numPromptTokens(), c.startPosition() + c.numTokens()) - c.startPosition());
-      if (c.samples()) generatedTokens++;
+      if (c.samples()) generatedTokens += 1 + out.acceptedOf(c.requestId()).size();
     }
     outputs.addAll(scheduler.update(plan, out));
     return outputs;
@@ -88,17 +88,21 @@ public final class EngineCore implements AutoCloseable {
   private RunnerOutput isolate(SchedulerOutput plan, RuntimeException batchFailure) {
     if (plan.chunks().size() == 1) return new RunnerOutput(Map.of(), Map.of(plan.chunks().getFirst().requestId(), describe(batchFailure)));
     Map<String, io.moemesh.model.sampling.SampledToken> sampled = new HashMap<>();
+    Map<String, List<io.moemesh.model.sampling.SampledToken>> accepted = new HashMap<>();
+    Map<String, List<io.moemesh.model.sampling.Sampler.Draft>> drafts = new HashMap<>();
     Map<String, String> failed = new HashMap<>();
     for (ScheduledChunk chunk : plan.chunks()) {
       try {
         RunnerOutput alone = runner.execute(new SchedulerOutput(List.of(chunk), List.of()));
         sampled.putAll(alone.sampled());
+        accepted.putAll(alone.accepted());
+        drafts.putAll(alone.drafts());
         failed.putAll(alone.failed());
       } catch (RuntimeException e) {
         failed.put(chunk.requestId(), describe(e));
       }
     }
-    return new RunnerOutput(sampled, failed);
+    return new RunnerOutput(sampled, accepted, drafts, failed);
   }
 
   private static String describe(RuntimeException e) {
@@ -132,7 +136,7 @@ public final class EngineCore implements AutoCloseable {
   public EngineStats stats() {
     KvCacheUsage usage = kv.usage();
     return new EngineStats(scheduler.numWaiting(), scheduler.numRunning(), scheduler.numLoadingKv(), scheduler.numQueuedPromptTokens(), usage, steps,
-        promptTokens, generatedTokens, scheduler.numPreemptions());
+        promptTokens, generatedTokens, scheduler.numPreemptions(), scheduler.specDecodeStats());
   }
 
   @Override

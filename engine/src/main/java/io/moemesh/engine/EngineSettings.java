@@ -15,9 +15,11 @@ import java.util.function.Function;
  * @param kvCacheBytes memory for latent-KV pages (all layers); the page count follows from the model
  * @param microBatchThreshold tokens per step at or above which a step runs as two overlapped micro-batches
  *     (see {@link DeepseekRunner}); 0 = never
+ * @param speculativeTokens draft tokens per request and step from the model's MTP module (speculative decoding);
+ *     0 = off
  */
 public record EngineSettings(Path modelDir, Precision precision, KernelBackend kernels, int threads, long kvCacheBytes,
-    int pageSize, boolean prefixCaching, SchedulerConfig scheduler, int microBatchThreshold) {
+    int pageSize, boolean prefixCaching, SchedulerConfig scheduler, int microBatchThreshold, int speculativeTokens) {
 
   public EngineSettings {
     Objects.requireNonNull(modelDir, "modelDir");
@@ -28,6 +30,13 @@ public record EngineSettings(Path modelDir, Precision precision, KernelBackend k
     if (kvCacheBytes < 1) throw new IllegalArgumentException("the KV cache needs memory, got " + kvCacheBytes + " bytes");
     if (pageSize < 1) throw new IllegalArgumentException("a KV page holds at least one token, got " + pageSize);
     if (microBatchThreshold < 0) throw new IllegalArgumentException("the micro-batch threshold must be ≥ 0 (0 = off), got " + microBatchThreshold);
+    if (speculativeTokens < 0) throw new IllegalArgumentException("speculative tokens must be ≥ 0 (0 = off), got " + speculativeTokens);
+  }
+
+  /** Settings without speculative decoding. */
+  public EngineSettings(Path modelDir, Precision precision, KernelBackend kernels, int threads, long kvCacheBytes, int pageSize,
+      boolean prefixCaching, SchedulerConfig scheduler, int microBatchThreshold) {
+    this(modelDir, precision, kernels, threads, kvCacheBytes, pageSize, prefixCaching, scheduler, microBatchThreshold, 0);
   }
 
   /** Settings with the default micro-batch threshold ({@link DeepseekRunner#DEFAULT_MICRO_BATCH_THRESHOLD}). */
@@ -55,6 +64,9 @@ public record EngineSettings(Path modelDir, Precision precision, KernelBackend k
    *                                         micro-batches (each one's expert wait behind the other's
    *                                         attention); 0 = never. For remote experts, e.g. 64; with
    *                                         in-process experts it only costs
+   *   speculative-tokens      0             draft tokens per request and step from the model's MTP
+   *                                         module (speculative decoding); 0 = off; needs
+   *                                         num_nextn_predict_layers ≥ 1
    * </pre>
    *
    * @throws IllegalArgumentException naming the key and the bad value
@@ -74,7 +86,8 @@ public record EngineSettings(Path modelDir, Precision precision, KernelBackend k
         integer(at, prefix, "page-size", 16),
         parse(at, prefix, "prefix-caching", "true", EngineSettings::bool),
         scheduler,
-        parse(at, prefix, "micro-batch-threshold", String.valueOf(DeepseekRunner.DEFAULT_MICRO_BATCH_THRESHOLD), EngineSettings::nonNegative));
+        parse(at, prefix, "micro-batch-threshold", String.valueOf(DeepseekRunner.DEFAULT_MICRO_BATCH_THRESHOLD), EngineSettings::nonNegative),
+        parse(at, prefix, "speculative-tokens", "0", EngineSettings::nonNegative));
   }
 
   private static int nonNegative(String v) {

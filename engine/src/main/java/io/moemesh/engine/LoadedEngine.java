@@ -38,7 +38,8 @@ public final class LoadedEngine implements AutoCloseable {
       DeepseekModel model = DeepseekModel.load(s.modelDir(), s.precision(), kernels, selection, progress);
       try {
         var kv = KvCacheConfig.ofBytes(s.kvCacheBytes(), model.newCacheBytesPerToken(), s.pageSize(), s.prefixCaching());
-        return new LoadedEngine(kernels, model, Engine.create(model, experts.apply(model), s.scheduler(), kv, connector, null, s.microBatchThreshold()), kv);
+        return new LoadedEngine(kernels, model, Engine.create(model, experts.apply(model), s.scheduler(), kv, connector, null, s.microBatchThreshold(),
+            s.speculativeTokens()), kv);
       } catch (RuntimeException e) {
         model.close();
         throw e;

@@ -23,17 +23,25 @@ final class Request {
   int kvToImport; // positions whose KV comes from the connector: the prompt (decode), a stored prefix (prefill); 0 after a failed load
   int numExported; // prefill role: positions [0, numExported) were handed to the connector
   String error;
+  final Sampler drafter; // speculative decoding's draft sampler (its own random stream), or null when this request does not propose
+  List<Sampler.Draft> drafts = List.of(); // proposed after the last token, to verify in the next step
   private int[] tokens; // prompt then output; the first numTokens are valid
   private int numTokens;
   private final List<SampledToken> unsent = new ArrayList<>();
 
   Request(GenerationRequest spec, long arrivalOrder, int vocabSize) {
+    this(spec, arrivalOrder, vocabSize, false);
+  }
+
+  /** @param proposes whether speculative decoding drafts tokens for this request (a request in the local role) */
+  Request(GenerationRequest spec, long arrivalOrder, int vocabSize, boolean proposes) {
     this.spec = spec;
     this.arrivalOrder = arrivalOrder;
     this.sampler = new Sampler(spec.sampling(), vocabSize);
     this.history = TokenCounts.ofPrompt(spec.promptTokenIds());
     this.tokens = Arrays.copyOf(spec.promptTokenIds(), spec.numPromptTokens() + Math.min(spec.maxTokens(), 256));
     this.numTokens = spec.numPromptTokens();
+    this.drafter = proposes ? new Sampler(drafterParams(spec.sampling()), vocabSize) : null;
     switch (spec.handoff()) {
       case KvHandoff.Import imported -> {
         kvToImport = spec.numPromptTokens();
@@ -43,6 +51,11 @@ final class Request {
       case KvHandoff.Export export -> kvToImport = export.prefixTokens();
       case KvHandoff.Local local -> { }
     }
+  }
+
+  /** The request's sampling parameters with a random stream of the drafts' own, derived from its seed. */
+  private static io.moemesh.model.sampling.SamplingParams drafterParams(io.moemesh.model.sampling.SamplingParams p) {
+    return p.seed() == null ? p : p.toBuilder().seed(p.seed() * 0x9E3779B97F4A7C15L + 0x2545F4914F6CDD1DL).build();
   }
 
   boolean exportsKv() {

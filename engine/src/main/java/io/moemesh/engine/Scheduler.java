@@ -3,6 +3,7 @@ package io.moemesh.engine;
 import io.moemesh.engine.kv.KvCacheManager;
 import io.moemesh.engine.kv.PrefixHit;
 import io.moemesh.model.sampling.SampledToken;
+import io.moemesh.model.sampling.Sampler;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
@@ -22,7 +23,13 @@ import java.util.TreeSet;
  *       its length bucket — while budget, running slots and pages last. A new prompt first adopts the cached
  *       pages of its longest cached prefix. A prompt chunk that does not reach the end samples nothing.
  * </ol>
- * Single-threaded: the engine's step loop owns it.
+ * With speculative decoding ({@code speculativeTokens} k &gt; 0, MTP), a decoding request that has drafts runs them
+ * after its last token (up to k, within the budget, {@code max_tokens} and the context), and a chunk that samples
+ * holds pages for k − 1 positions more, where the chained MTP passes write. {@link #update} then advances the
+ * request by its accepted drafts plus one token, appends them token by token (stopping at the first stop), and
+ * hands the pages past its tokens back (rejected drafts leave nothing behind).
+ *
+ * <p>Single-threaded: the engine's step loop owns it.
  */
 public final class Scheduler {
   private final SchedulerConfig config;
@@ -35,9 +42,20 @@ public final class Scheduler {
   private final Map<String, Request> loading = new HashMap<>(); // WAITING_FOR_REMOTE_KV: pages reserved, KV arriving
   private final java.util.Set<String> abortedWhileLoading = new java.util.HashSet<>(); // pages held until the load ends
   private final Map<String, Request> requests = new HashMap<>();
+  private final int speculativeTokens; // k, 0 = off
   private long arrivals, preemptions;
+  private long numDrafts, numDraftTokens, numAcceptedTokens;
+  private final long[] acceptedPerPosition;
 
   public Scheduler(SchedulerConfig config, KvCacheManager kv, ModelLimits limits) {
+    this(config, kv, limits, 0);
+  }
+
+  /** @param speculativeTokens draft tokens per request and step (MTP speculative decoding), 0 = off */
+  public Scheduler(SchedulerConfig config, KvCacheManager kv, ModelLimits limits, int speculativeTokens) {
+    if (speculativeTokens < 0) throw new IllegalArgumentException("speculative tokens must be ≥ 0 (0 = off), got " + speculativeTokens);
+    this.speculativeTokens = speculativeTokens;
+    this.acceptedPerPosition = new long[speculativeTokens];
     this.config = config;
     this.kv = kv;
     this.limits = limits;
@@ -57,7 +75,7 @@ public final class Scheduler {
   public void add(GenerationRequest spec) {
     if (requests.containsKey(spec.id())) throw new IllegalArgumentException("request id " + spec.id() + " is already in use");
     validate(spec);
-    var r = new Request(spec, arrivals++, limits.vocabSize());
+    var r = new Request(spec, arrivals++, limits.vocabSize(), speculativeTokens > 0 && spec.handoff() instanceof KvHandoff.Local);
     requests.put(spec.id(), r);
     waiting.add(r);
   }
@@ -104,6 +122,11 @@ public final class Scheduler {
     return preemptions;
   }
 
+  /** Speculative decoding's counters so far. */
+  public SpecDecodeStats specDecodeStats() {
+    return new SpecDecodeStats(numDrafts, numDraftTokens, numAcceptedTokens, acceptedPerPosition);
+  }
+
   public Optional<RequestStatus> status(String id) {
     return Optional.ofNullable(requests.get(id)).map(r -> r.status);
   }
@@ -115,6 +138,11 @@ public final class Scheduler {
     for (int i = 0; i < running.size() && budget > 0; i++) {
       Request r = running.get(i);
       int n = Math.min(r.numPendingTokens(), budget);
+      List<Sampler.Draft> drafts = draftsToVerify(r, n, budget);
+      int lookahead = lookahead(r, n);
+      if ((!drafts.isEmpty() || lookahead > 0) && !kv.allocate(r.id(), null, slots(r.numComputedTokens + n + drafts.size(), lookahead))) {
+        drafts = List.of(); // no room to speculate: a plain step (which may preempt)
+      }
       while (!kv.allocate(r.id(), null, r.numComputedTokens + n)) {
         Request victim = running.removeLast();
         preempt(victim);
@@ -122,8 +150,8 @@ public final class Scheduler {
         if (victim == r) break;
       }
       if (r.status != RequestStatus.RUNNING) break; // r preempted itself: everything after it is gone too
-      chunks.add(chunk(r, n));
-      budget -= n;
+      chunks.add(chunk(r, n, drafts));
+      budget -= n + drafts.size();
     }
     List<SchedulerOutput.KvLoad> loads = new ArrayList<>();
     if (preempted.isEmpty()) admit(budget, chunks, loads);
@@ -146,14 +174,16 @@ public final class Scheduler {
         continue;
       }
       int n = Math.min(r.numTokens() - computed, budget);
-      if (!kv.allocate(r.id(), hit, computed + n)) break; // head of line waits for pages
+      int lookahead = computed + n == r.numTokens() ? lookahead(r, n + computed - r.numComputedTokens) : 0;
+      boolean withLookahead = lookahead > 0 && kv.allocate(r.id(), hit, slots(computed + n, lookahead));
+      if (!withLookahead && !kv.allocate(r.id(), hit, computed + n)) break; // head of line waits for pages
       r.kvToImport = 0; // this cache holds at least as much of the prompt as the store
       if (r.numPreemptions == 0) r.numCachedPromptTokens = computed;
       r.numComputedTokens = computed;
       r.status = RequestStatus.RUNNING;
       waiting.remove(r);
       insertRunning(r);
-      chunks.add(chunk(r, n));
+      chunks.add(chunk(r, n, List.of()));
       budget -= n;
       if (bucket < 0) bucket = lengthBucket(r);
     }
@@ -170,13 +200,41 @@ public final class Scheduler {
     return 32 - Integer.numberOfLeadingZeros(Math.max(1, r.numPendingTokens()) - 1);
   }
 
-  private ScheduledChunk chunk(Request r, int n) {
+  /**
+   * The drafts a decode chunk of {@code n} tokens verifies: the request's proposal, cut to the step's budget and so that
+   * every accepted token fits {@code max_tokens} and the context (a step emits at most drafts + 1 tokens).
+   */
+  private List<Sampler.Draft> draftsToVerify(Request r, int n, int budget) {
+    if (r.drafts.isEmpty() || r.numComputedTokens + n != r.numTokens()) return List.of();
+    int room = Math.min(Math.min(budget - n, r.spec.maxTokens() - r.numOutputTokens() - 1), maxTokensPerRequest - r.numTokens() - 1);
+    return r.drafts.subList(0, Math.clamp(room, 0, r.drafts.size()));
+  }
+
+  /** Positions past a sampling chunk that its chained MTP passes write: k − 1 for a request that proposes drafts. */
+  private int lookahead(Request r, int n) {
+    return r.drafter != null && r.numComputedTokens + n == r.numTokens() ? speculativeTokens - 1 : 0;
+  }
+
+  private int slots(int numTokens, int lookahead) {
+    return Math.max(numTokens, Math.min(numTokens + lookahead, maxTokensPerRequest));
+  }
+
+  private ScheduledChunk chunk(Request r, int n, List<Sampler.Draft> drafts) {
     int start = r.numComputedTokens;
     boolean reachesEnd = start + n == r.numTokens();
     int exportFrom = r.exportsKv() ? Math.min(r.numExported, start) : -1;
     if (r.exportsKv()) r.numExported = Math.max(r.numExported, start + n);
-    return new ScheduledChunk(r.id(), r.tokens(start, start + n), start, r.numPromptTokens(), kv.blockTable(r.id()),
-        reachesEnd ? r.sampler : null, reachesEnd ? r.history : null, exportFrom);
+    int[] tokens = r.tokens(start, start + n);
+    ScheduledChunk.Speculation speculation = null;
+    if (speculativeTokens > 0) {
+      tokens = java.util.Arrays.copyOf(tokens, n + drafts.size());
+      for (int i = 0; i < drafts.size(); i++) tokens[n + i] = drafts.get(i).tokenId();
+      boolean proposes = reachesEnd && r.drafter != null;
+      speculation = new ScheduledChunk.Speculation(drafts, reachesEnd ? -1 : r.tokens(start + n, start + n + 1)[0],
+          proposes ? speculativeTokens : 0, proposes ? r.drafter : null);
+    }
+    return new ScheduledChunk(r.id(), tokens, start, r.numPromptTokens(), kv.blockTable(r.id()),
+        reachesEnd ? r.sampler : null, reachesEnd ? r.history : null, exportFrom, speculation);
   }
 
   /**
@@ -213,6 +271,7 @@ public final class Scheduler {
   private void preempt(Request r) {
     kv.free(r.id());
     r.numComputedTokens = 0;
+    r.drafts = List.of();
     r.numPreemptions++;
     preemptions++;
     r.status = RequestStatus.PREEMPTED;
@@ -238,15 +297,44 @@ public final class Scheduler {
         outputs.add(finish(r, RequestStatus.FINISHED_ERROR, failure));
         continue;
       }
+      int drafts = chunk.numDraftTokens();
+      List<SampledToken> accepted = out.acceptedOf(r.id());
+      if (accepted.size() > drafts) {
+        outputs.add(finish(r, RequestStatus.FINISHED_ERROR, "the model runner accepted " + accepted.size() + " of " + drafts + " drafts"));
+        continue;
+      }
       boolean inPrompt = r.numComputedTokens < r.numPromptTokens(); // only prompt pages are cached: a decode chunk adds none
-      r.numComputedTokens += chunk.numTokens();
-      if (inPrompt) kv.cacheFullPages(r.id(), r.allTokens(), Math.min(r.numComputedTokens, r.numPromptTokens()));
-      if (!chunk.samples()) continue;
-      r.append(token);
-      RequestStatus stop = stopStatus(r, token.tokenId());
-      outputs.add(stop != null ? finish(r, stop, null) : r.output());
+      r.numComputedTokens += chunk.numTokens() - drafts + accepted.size(); // rejected drafts' KV is dropped
+      if (drafts > 0) countVerification(drafts, accepted.size());
+      if (!chunk.samples()) {
+        if (inPrompt) kv.cacheFullPages(r.id(), r.allTokens(), Math.min(r.numComputedTokens, r.numPromptTokens()));
+        continue;
+      }
+      RequestStatus stop = null;
+      for (int i = 0; i <= accepted.size() && stop == null; i++) { // token by token: nothing after a stop
+        SampledToken t = i < accepted.size() ? accepted.get(i) : token;
+        r.append(t);
+        stop = stopStatus(r, t.tokenId());
+      }
+      if (inPrompt) kv.cacheFullPages(r.id(), r.allTokens(), Math.min(r.numComputedTokens, r.numPromptTokens())); // knows the next token
+      if (stop != null) {
+        outputs.add(finish(r, stop, null));
+        continue;
+      }
+      if (speculativeTokens > 0) {
+        r.drafts = out.drafts().getOrDefault(r.id(), List.of());
+        kv.trim(r.id(), r.numTokens());
+      }
+      outputs.add(r.output());
     }
     return outputs;
+  }
+
+  private void countVerification(int drafts, int accepted) {
+    numDrafts++;
+    numDraftTokens += drafts;
+    numAcceptedTokens += accepted;
+    for (int i = 0; i < accepted && i < acceptedPerPosition.length; i++) acceptedPerPosition[i]++;
   }
 
   private RequestStatus stopStatus(Request r, int tokenId) {

@@ -24,6 +24,7 @@ class EngineSettingsTest {
     assertThat(s.kvCacheBytes()).isEqualTo(512L << 20);
     assertThat(s.scheduler()).isEqualTo(SchedulerConfig.defaults());
     assertThat(s.microBatchThreshold()).as("off").isZero();
+    assertThat(s.speculativeTokens()).as("off").isZero();
   }
 
   @Test
@@ -32,9 +33,10 @@ class EngineSettingsTest {
         "e.page-size", "32", "e.prefix-caching", "false", "e.max-batched-tokens", "512", "e.max-running-requests", "8",
         "e.policy", "priority", "e.length-buckets", "false"));
     config.put("e.micro-batch-threshold", "64");
+    config.put("e.speculative-tokens", "2");
     var s = read(config);
     assertThat(s).isEqualTo(new EngineSettings(Path.of("/m"), Precision.BF16, KernelBackend.NATIVE, 3, 2L << 30, 32, false,
-        new SchedulerConfig(512, 8, SchedulerConfig.Policy.PRIORITY, false), 64));
+        new SchedulerConfig(512, 8, SchedulerConfig.Policy.PRIORITY, false), 64, 2));
   }
 
   @Test
@@ -48,5 +50,7 @@ class EngineSettingsTest {
         .hasMessageContaining("maxBatchedTokens must be ≥ 1");
     assertThatThrownBy(() -> read(Map.of("e.model-dir", "/m", "e.micro-batch-threshold", "-1")))
         .hasMessage("e.micro-batch-threshold: cannot use '-1' (must be ≥ 0 (0 = off))");
+    assertThatThrownBy(() -> read(Map.of("e.model-dir", "/m", "e.speculative-tokens", "-2")))
+        .hasMessage("e.speculative-tokens: cannot use '-2' (must be ≥ 0 (0 = off))");
   }
 }

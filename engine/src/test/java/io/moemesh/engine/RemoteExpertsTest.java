@@ -80,6 +80,33 @@ class RemoteExpertsTest {
     }
   }
 
+  /** The MTP layer's experts are dispatched like any MoE layer's: speculation on expert shards keeps the greedy tokens. */
+  @Test
+  void speculativeDecodingOnExpertShardsKeepsTheTokens() throws Exception {
+    Precision precision = Precision.INT8;
+    var requests = SpeculativeDecodingTest.greedyRequests(null);
+    var expected = EngineTest.run(TinyModel.model(precision), EngineTest.ROOMY, new KvCacheConfig(64, 8, true), requests);
+    try (var attention = attentionOnly(precision, ExpertSelection.NONE)) {
+      Placement placement = ExpertWeights.initialPlacement(attention.config(), 2, 2);
+      var shards = shards(precision, placement, i -> ExpertSelection.shard(placement, i));
+      try (var shared = ExpertWeights.load(TinyModel.checkpoint(), precision, TinyModel.kernels(), ExpertSelection.SHARED_ONLY, null)) {
+        var transport = new InProcessExpertTransport(TinyModel.kernels(), experts(shards), shared.experts());
+        var remote = new DispatchingExperts(transport, placement, null, true, TIMEOUT);
+        try (Engine engine = Engine.create(attention, remote, SchedulerConfig.defaults().withMaxBatchedTokens(19), new KvCacheConfig(64, 8, true),
+            KvConnector.NONE, null, 0, 2)) {
+          List<RequestStream> streams = engine.submitAll(requests);
+          for (RequestStream stream : streams)
+            assertThat(stream.await(TIMEOUT).tokenIds()).as(stream.requestId()).isEqualTo(expected.tokens(stream.requestId()));
+          assertThat(EngineTest.awaitIdle(engine).speculation().numDraftTokens()).isPositive();
+        }
+        int mtpLayer = attention.config().numHiddenLayers();
+        assertThat(transport.sent).extracting(InProcessExpertTransport.Sent::layerId).as("the MTP layer's experts were dispatched").contains(mtpLayer);
+      } finally {
+        for (var s : shards) s.close();
+      }
+    }
+  }
+
   private static RecordingExperts.Event lastNonSend(List<RecordingExperts.Event> log, int i) {
     while (log.get(i).kind().equals("send")) i--;
     return log.get(i);

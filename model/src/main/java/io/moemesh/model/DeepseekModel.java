@@ -189,6 +189,18 @@ public final class DeepseekModel implements AutoCloseable {
     return mtp[depth].forward(kernels, batch, hidden, positions, rope, cache, experts, config.rmsNormEps(), scratch);
   }
 
+  /**
+   * As {@link #forwardMtp(int, ForwardBatch, Tensor, LatentKvCache, ExpertBackend, TensorArena)}, also returning the
+   * module's output hidden states (before its head's norm), which a chained pass at the next position takes as its h.
+   */
+  public MtpLayer.Output draftMtp(int depth, ForwardBatch batch, Tensor hidden, LatentKvCache cache, ExpertBackend experts, TensorArena scratch) {
+    if (depth < 0 || depth >= mtp.length)
+      throw new IllegalArgumentException("MTP depth " + depth + " but the model has " + mtp.length + " MTP layer(s)");
+    checkPages(batch, cache);
+    Tensor positions = scratch.ofInts(batch.positions(), batch.numRows());
+    return mtp[depth].draft(kernels, batch, hidden, positions, rope, cache, experts, config.rmsNormEps(), scratch);
+  }
+
   public Tensor forwardMtp(int depth, ForwardBatch batch, Tensor hidden, LatentKvCache cache, TensorArena scratch) {
     return forwardMtp(depth, batch, hidden, cache, localExperts, scratch);
   }

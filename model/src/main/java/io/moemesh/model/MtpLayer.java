@@ -34,6 +34,21 @@ public record MtpLayer(Tensor embed, Tensor enorm, Tensor hnorm, Linear ehProj, 
    */
   public Tensor forward(Kernels k, ForwardBatch batch, Tensor hidden, Tensor positions, RopeTable rope, LatentKvCache cache,
       ExpertBackend experts, float eps, TensorArena scratch) {
+    return draft(k, batch, hidden, positions, rope, cache, experts, eps, scratch).logits();
+  }
+
+  /**
+   * What one pass of the module gives a speculative decoder.
+   *
+   * @param hidden (T, dim) the block's output before the shared head's norm: the h_i a chained pass of the module
+   *     takes at position i + 1 (as vLLM's MTP proposer chains one module)
+   * @param logits (rows of batch.logitRows(), vocab) draft logits
+   */
+  public record Output(Tensor hidden, Tensor logits) {}
+
+  /** As {@link #forward}, also returning the block's output hidden states for a chained pass. */
+  public Output draft(Kernels k, ForwardBatch batch, Tensor hidden, Tensor positions, RopeTable rope, LatentKvCache cache,
+      ExpertBackend experts, float eps, TensorArena scratch) {
     int T = batch.numRows(), dim = hidden.dim(1);
     Tensor emb = DeepseekModel.embed(k, embed, batch.tokens(), scratch);
     Tensor joined = scratch.allocate(DType.F32, T, 2 * dim);
@@ -42,6 +57,6 @@ public record MtpLayer(Tensor embed, Tensor enorm, Tensor hnorm, Linear ehProj, 
     Tensor x = scratch.allocate(DType.F32, T, dim);
     ehProj.apply(k, x, joined, scratch);
     block.forward(k, x, batch, positions, rope, cache, experts, eps, scratch);
-    return DeepseekModel.logits(k, x, batch.logitRows(), shareHeadNorm, head, eps, scratch).logits();
+    return new Output(x, DeepseekModel.logits(k, x, batch.logitRows(), shareHeadNorm, head, eps, scratch).logits());
   }
 }

@@ -1,5 +1,15 @@
 package io.moemesh.engine.cli;
 
+import io.moemesh.engine.DeepseekRunner;
+import io.moemesh.engine.Engine;
+import io.moemesh.engine.EngineStats;
+import io.moemesh.engine.GenerationRequest;
+import io.moemesh.engine.KvCacheConfig;
+import io.moemesh.engine.KvConnector;
+import io.moemesh.engine.RequestOutput;
+import io.moemesh.engine.RequestStream;
+import io.moemesh.engine.SchedulerConfig;
+import io.moemesh.engine.SpecDecodeStats;
 import io.moemesh.kernels.KernelBackend;
 import io.moemesh.kernels.Kernels;
 import io.moemesh.kernels.TensorArena;
@@ -15,6 +25,7 @@ import io.moemesh.model.tokenizer.ChatMessage;
 import io.moemesh.model.tokenizer.IncrementalDetokenizer;
 import io.moemesh.model.tokenizer.Tokenizer;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -24,11 +35,13 @@ import java.util.Set;
  * {@code generate}: one prompt through the model in this process — a prefill pass, then one decode step per
  * token through the paged KV cache — printing the ids and streaming the text. {@code --logits-out} writes
  * the logits after every fed token: the prompt rows of the prefill pass, then one row per decode step.
+ * {@code --speculative-tokens k} (k &gt; 0) runs the prompt through the {@link Engine} instead, with MTP speculative
+ * decoding of k drafts per step, and prints the drafts' acceptance.
  */
 final class GenerateCommand {
   static final String USAGE = "generate [--model DIR] (--prompt TEXT | --chat TEXT | --prompt-ids 1,2,3) --max-new-tokens N\n"
       + "           [--precision exact|bf16|int8] [--temperature T] [--top-p P] [--top-k K] [--seed S]\n"
-      + "           [--logits-out FILE.npy] [--kernels native|reference] [--threads N] [--ignore-eos]";
+      + "           [--logits-out FILE.npy] [--kernels native|reference] [--threads N] [--ignore-eos] [--speculative-tokens K]";
   private static final int PAGE_SIZE = 16;
 
   private GenerateCommand() {}
@@ -36,7 +49,7 @@ final class GenerateCommand {
   static void run(List<String> argv) throws Exception {
     var args = new CliArgs("generate", argv,
         Set.of("model", "prompt", "chat", "prompt-ids", "max-new-tokens", "precision", "temperature", "top-p", "top-k",
-            "seed", "logits-out", "kernels", "threads"),
+            "seed", "logits-out", "kernels", "threads", "speculative-tokens"),
         Set.of("ignore-eos"));
     Path given = args.string("model").map(Path::of).orElse(null);
     Path dir = given != null ? given : DemoModels.ensure(DemoModels.DEFAULT);
@@ -53,6 +66,8 @@ final class GenerateCommand {
     args.longValue("seed").ifPresent(sampling::seed);
     SamplingParams params = parse(sampling::build);
     Path logitsOut = args.string("logits-out").map(Path::of).orElse(null);
+    int speculative = args.integer("speculative-tokens", 0, 0, 16);
+    if (speculative > 0 && logitsOut != null) throw new UsageException("generate: --logits-out works without --speculative-tokens only");
 
     try (Tokenizer tokenizer = Tokenizer.load(dir); Kernels kernels = backend.open(threads);
         DeepseekModel model = DeepseekModel.load(dir, precision, kernels, DemoModels.progress("loading"));
@@ -69,6 +84,11 @@ final class GenerateCommand {
       if (total > model.config().maxPositionEmbeddings())
         throw new UsageException("generate: prompt (" + prompt.length + ") + max-new-tokens (" + maxNew
             + ") exceeds the model's context of " + model.config().maxPositionEmbeddings() + " tokens");
+      if (speculative > 0) {
+        if (maxNew == 0) throw new UsageException("generate: --speculative-tokens needs --max-new-tokens ≥ 1");
+        runSpeculative(model, tokenizer, prompt, maxNew, params, speculative);
+        return;
+      }
       run(model, tokenizer, prompt, maxNew, new Sampler(params.validateFor(model.config().vocabSize()), model.config().vocabSize()),
           params, logitsOut, cacheArena);
     }
@@ -120,6 +140,46 @@ final class GenerateCommand {
       Npy.writeFloat32(logitsOut, logitRows, vocab);
       System.err.println("wrote logits " + logitRows.size() + " × " + vocab + " to " + logitsOut);
     }
+  }
+
+  /** The prompt through an {@link Engine} with MTP speculative decoding of {@code k} drafts per step. */
+  private static void runSpeculative(DeepseekModel model, Tokenizer tokenizer, int[] prompt, int maxNew, SamplingParams params, int k)
+      throws Exception {
+    int pages = (prompt.length + maxNew + k + PAGE_SIZE) / PAGE_SIZE + 1;
+    IncrementalDetokenizer detok = tokenizer.newDetokenizer(true);
+    List<Integer> generated = new ArrayList<>();
+    System.err.println("prompt ids: " + Arrays.toString(prompt));
+    long start = System.nanoTime(), firstToken = 0;
+    EngineStats stats;
+    try (Engine engine = Engine.create(model, model.localExperts(), SchedulerConfig.defaults(), new KvCacheConfig(pages, PAGE_SIZE, false),
+            KvConnector.NONE, null, DeepseekRunner.DEFAULT_MICRO_BATCH_THRESHOLD, k)) {
+      RequestStream stream = engine.submit(GenerationRequest.of("generate", prompt, params, maxNew));
+      for (RequestOutput out; ; ) {
+        out = stream.next(Duration.ofHours(1));
+        for (int token : out.tokenIds()) {
+          if (generated.isEmpty()) firstToken = System.nanoTime();
+          generated.add(token);
+          System.out.print(detok.add(token));
+        }
+        System.out.flush();
+        if (out.finished()) {
+          if (out.error() != null) throw new IllegalStateException("generate failed: " + out.error());
+          break;
+        }
+      }
+      long deadline = System.nanoTime() + 5_000_000_000L;
+      while ((stats = engine.stats()).numRunning() > 0 && System.nanoTime() < deadline) Thread.onSpinWait();
+    }
+    System.out.println(detok.finish());
+    long end = System.nanoTime();
+    System.err.println("generated ids: " + generated);
+    double prefillSeconds = (firstToken - start) / 1e9, decodeSeconds = (end - firstToken) / 1e9;
+    System.err.printf("prefill %d tokens in %.3f s; decode %d tokens at %.1f tokens/s%n", prompt.length, prefillSeconds,
+        generated.size(), generated.size() > 1 ? (generated.size() - 1) / decodeSeconds : 0.0);
+    SpecDecodeStats spec = stats.speculation();
+    System.err.printf("speculative decoding (MTP, k=%d): %d drafts, %d draft tokens, %d accepted (%.1f%%), per position %s, "
+        + "mean acceptance length %.2f, %d steps%n", k, spec.numDrafts(), spec.numDraftTokens(), spec.numAcceptedTokens(),
+        100 * spec.acceptanceRate(), Arrays.toString(spec.acceptedPerPosition()), spec.meanAcceptanceLength(), stats.steps());
   }
 
   private static int[] promptIds(String csv, int vocab) {

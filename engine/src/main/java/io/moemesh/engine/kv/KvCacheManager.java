@@ -15,20 +15,24 @@ import java.util.Map;
  * first. Single-threaded: the engine's step loop owns it.
  */
 public final class KvCacheManager {
-  /** A cached page's identity: its parent chain hash and its own tokens (compared in full, so no false hits). */
-  private record PageKey(long parentHash, int[] tokens) {
+  /**
+   * A cached page's identity: its parent chain hash and its own tokens (compared in full, so no false hits), and
+   * with {@code lookahead} keys the token after the page (else -1): the MTP layer's KV at a page's last position is
+   * computed from that next token, so a page holding it serves only prompts that continue the same way.
+   */
+  private record PageKey(long parentHash, int[] tokens, int next) {
     long chainHash() {
       return PageHashes.next(parentHash, tokens, 0, tokens.length);
     }
 
     @Override
     public boolean equals(Object o) {
-      return o instanceof PageKey k && k.parentHash == parentHash && Arrays.equals(k.tokens, tokens);
+      return o instanceof PageKey k && k.parentHash == parentHash && k.next == next && Arrays.equals(k.tokens, tokens);
     }
 
     @Override
     public int hashCode() {
-      return Long.hashCode(parentHash) * 31 + Arrays.hashCode(tokens);
+      return (Long.hashCode(parentHash) * 31 + Arrays.hashCode(tokens)) * 31 + next;
     }
   }
 
@@ -48,6 +52,7 @@ public final class KvCacheManager {
   private final int pageSize;
   private final long seed;
   private final boolean prefixCaching;
+  private final boolean lookahead;
   private final int[] refCount;                     // (numPages)
   private final PageKey[] pageKey;                  // (numPages) the key a page is cached under, or null
   private final Map<PageKey, Integer> cachedPages = new HashMap<>();
@@ -57,6 +62,15 @@ public final class KvCacheManager {
   private long queriedTokens, hitTokens;
 
   public KvCacheManager(int numPages, int pageSize, String modelId, boolean prefixCaching) {
+    this(numPages, pageSize, modelId, prefixCaching, false);
+  }
+
+  /**
+   * @param lookahead key cached pages by their next token too (MTP speculative decoding: a page's KV of the MTP
+   *     layer depends on the token after it); such a page is registered once that token is known
+   */
+  public KvCacheManager(int numPages, int pageSize, String modelId, boolean prefixCaching, boolean lookahead) {
+    this.lookahead = lookahead;
     if (numPages < 1 || pageSize < 1) throw new IllegalArgumentException("need ≥ 1 page of ≥ 1 token, got " + numPages + " × " + pageSize);
     this.pageSize = pageSize;
     this.seed = PageHashes.seed(modelId);
@@ -73,7 +87,8 @@ public final class KvCacheManager {
     int n = 0;
     long chain = seed;
     for (; n < maxPages; n++) {
-      PageKey key = new PageKey(chain, Arrays.copyOfRange(tokens, n * pageSize, (n + 1) * pageSize));
+      if (lookahead && (n + 1) * pageSize >= tokens.length) break;
+      PageKey key = key(chain, tokens, n);
       Integer page = cachedPages.get(key);
       if (page == null) break;
       pages[n] = page;
@@ -124,15 +139,43 @@ public final class KvCacheManager {
     Blocks b = requestIdToBlocks.get(requestId);
     if (!prefixCaching || b == null) return;
     int full = Math.min(numCacheable / pageSize, b.size);
+    if (lookahead) full = Math.min(full, (tokens.length - 1) / pageSize); // the token after the page is known
     for (; b.numHashed < full; b.numHashed++) {
       int page = b.pages[b.numHashed];
-      var key = new PageKey(b.chainHash, Arrays.copyOfRange(tokens, b.numHashed * pageSize, (b.numHashed + 1) * pageSize));
+      var key = key(b.chainHash, tokens, b.numHashed);
       if (pageKey[page] == null && !cachedPages.containsKey(key)) { // a twin computed concurrently keeps the entry
         cachedPages.put(key, page);
         pageKey[page] = key;
       }
       b.chainHash = key.chainHash();
     }
+  }
+
+  private PageKey key(long parent, int[] tokens, int page) {
+    int from = page * pageSize, to = from + pageSize;
+    return new PageKey(parent, Arrays.copyOfRange(tokens, from, to), lookahead ? tokens[to] : -1);
+  }
+
+  /**
+   * Shrinks a request's pages to those covering positions {@code [0, numTokens)}: the pages past them (rejected
+   * speculative tokens' KV, lookahead slots) go back to the pool. Pages registered in the prefix cache are kept.
+   */
+  public void trim(String requestId, int numTokens) {
+    Blocks b = requestIdToBlocks.get(requestId);
+    if (b == null) return;
+    int keep = Math.max(b.numHashed, (numTokens + pageSize - 1) / pageSize);
+    while (b.size > keep) {
+      int p = b.pages[--b.size];
+      if (--refCount[p] > 0) continue;
+      if (pageKey[p] != null) evictable.add(p);
+      else freePages.add(p);
+    }
+  }
+
+  /** Pages a request holds. */
+  public int numPagesOf(String requestId) {
+    Blocks b = requestIdToBlocks.get(requestId);
+    return b == null ? 0 : b.size;
   }
 
   /** Drops the request's hold on its pages, last page first (so its tail is evicted before its shared head). */

@@ -92,6 +92,19 @@ class OfflineCliTest {
     }
 
     @Test
+    void speculativeDecodingGivesTheGreedyIdsAndReportsAcceptance() throws Exception {
+      String[] plain = {"generate", "--model", model.toString(), "--prompt-ids", "0,5,17,300,42", "--max-new-tokens", "9", "--ignore-eos"};
+      Run off = cli(plain);
+      String[] withMtp = java.util.Arrays.copyOf(plain, plain.length + 2);
+      withMtp[plain.length] = "--speculative-tokens";
+      withMtp[plain.length + 1] = "2";
+      Run on = cli(withMtp);
+      assertThat(on.exit()).as(on.err()).isZero();
+      assertThat(ids(on.err(), "generated ids: ")).isEqualTo(ids(off.err(), "generated ids: ")).hasSize(9);
+      assertThat(on.err()).contains("speculative decoding (MTP, k=2): ");
+    }
+
+    @Test
     void samePromptAndSeedGiveTheSameSample() throws Exception {
       String[] args = {"generate", "--model", model.toString(), "--prompt", "Hello, world", "--max-new-tokens", "8",
           "--temperature", "0.8", "--seed", "42", "--ignore-eos"};

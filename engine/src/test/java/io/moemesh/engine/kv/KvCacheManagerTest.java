@@ -149,4 +149,37 @@ class KvCacheManagerTest {
       assertThat(kv.usage().freePages()).isEqualTo(8);
     }
   }
+
+  @Nested
+  class Speculation {
+    /** With lookahead keys a page is cached with the token after it, which its MTP-layer KV depends on. */
+    @Test
+    void aPageMatchesOnlyPromptsThatContinueTheSameWay() {
+      var kv = new KvCacheManager(16, PAGE, "m", true, true);
+      int[] a = tokens(10, 9); // pages [10..13], [14..17], then 18
+      kv.allocate("a", null, 9);
+      kv.cacheFullPages("a", java.util.Arrays.copyOf(a, 8), 8);
+      assertThat(kv.usage().usedPages()).isEqualTo(3);
+      kv.cacheFullPages("a", a, 8); // now the token after page 2 is known
+      kv.free("a");
+      assertThat(kv.findPrefix(a, 9).numPages()).isEqualTo(2);
+      int[] b = a.clone();
+      b[8] = 99; // the same 8 tokens, another next token
+      assertThat(kv.findPrefix(b, 9).numPages()).as("page 2's MTP KV was computed for 18").isEqualTo(1);
+      assertThat(kv.findPrefix(java.util.Arrays.copyOf(a, 8), 8).numPages()).as("no next token to check").isEqualTo(1);
+    }
+
+    @Test
+    void trimHandsBackThePagesPastTheTokens() {
+      var kv = new KvCacheManager(8, PAGE, "m", false, true);
+      kv.allocate("a", null, 14); // 4 pages: a verification's drafts and lookahead
+      kv.trim("a", 6); // 2 drafts rejected: positions [0, 6) stay
+      assertThat(kv.blockTable("a")).hasSize(2);
+      assertThat(kv.usage().freePages()).isEqualTo(6);
+      kv.trim("a", 9);
+      assertThat(kv.blockTable("a")).as("trim never grows").hasSize(2);
+      kv.free("a");
+      assertThat(kv.usage().usedPages()).isZero();
+    }
+  }
 }

@@ -114,10 +114,90 @@ public final class Sampler {
   }
 
   /**
+   * A draft token of speculative decoding and the distribution {@code q} it was drawn from: {@code weights[i] / total},
+   * or one-hot on {@code tokenId} when {@code weights} is null (a greedy draft).
+   */
+  public record Draft(int tokenId, float[] weights, double total) {
+    /** q(id). */
+    public double probability(int id) {
+      if (weights == null) return id == tokenId ? 1 : 0;
+      return weights[id] / total;
+    }
+  }
+
+  /**
+   * Draws a draft token from these parameters' distribution over {@code logits} (the draft model's), keeping that
+   * distribution for {@link #verify}: one-hot on the choice when greedy (no draw), else penalties, temperature and
+   * filters as {@link #sample} applies them, and one {@code nextDouble()}.
+   */
+  public Draft draft(float[] logits, TokenCounts history) {
+    checkRow(logits, history);
+    int rawArgmax = LogitOps.argmax(logits);
+    if (params.isGreedy()) return new Draft(penalize(logits, history) ? LogitOps.argmax(scratch) : rawArgmax, null, 1);
+    double total = weigh(logits, history, rawArgmax).total();
+    int tokenId = LogitOps.draw(scratch, total, random.nextDouble());
+    return new Draft(tokenId, scratch.clone(), total);
+  }
+
+  /** What {@link #verify} decided at one position: the token to emit there, and whether it is the draft. */
+  public record Verdict(SampledToken token, boolean accepted) {}
+
+  /**
+   * Speculative decoding's verification of one draft token against the target model's {@code logits} at its
+   * position (with {@code history} holding every token before it), keeping the target distribution p exact:
+   * <ul>
+   *   <li>greedy: the draft is accepted when it is the token {@link #sample} would pick; otherwise that token replaces
+   *       it. No draw.
+   *   <li>otherwise (rejection sampling, Leviathan et al. 2023; vLLM's {@code rejection_sampler}): accept the draft d
+   *       with probability {@code min(1, p(d) / q(d))} (one {@code nextDouble()}); on rejection draw the replacement
+   *       from {@code norm(max(0, p − q))} (a second {@code nextDouble()}). With a one-hot q (greedy draft) this accepts
+   *       d with probability p(d) and otherwise draws from p without d.
+   * </ul>
+   * Logprobs, when asked for, are the raw ones of the emitted token, as {@link #sample} gives them.
+   */
+  public Verdict verify(float[] logits, TokenCounts history, Draft draft) {
+    checkRow(logits, history);
+    int rawArgmax = LogitOps.argmax(logits);
+    int d = draft.tokenId();
+    if (d < 0 || d >= vocabSize) throw new IllegalArgumentException("draft token " + d + " is outside the vocabulary [0, " + vocabSize + ")");
+    int tokenId;
+    boolean accepted;
+    if (params.isGreedy()) {
+      tokenId = penalize(logits, history) ? LogitOps.argmax(scratch) : rawArgmax;
+      accepted = tokenId == d;
+    } else {
+      Weights weights = weigh(logits, history, rawArgmax);
+      double total = weights.total();
+      double p = scratch[d] / total, q = draft.probability(d);
+      accepted = q > 0 && random.nextDouble() * q < p; // u < p / q, u in [0, 1)
+      if (accepted) {
+        tokenId = d;
+      } else {
+        double residual = 0;
+        for (int i = 0; i < vocabSize; i++) {
+          float r = (float) Math.max(0, scratch[i] / total - draft.probability(i));
+          scratch[i] = r;
+          residual += r;
+        }
+        double u = random.nextDouble();
+        if (residual > 0) {
+          tokenId = LogitOps.draw(scratch, residual, u);
+        } else { // p == q to rounding: rejection was a rounding accident, p itself is the residual
+          tokenId = LogitOps.draw(scratch, weigh(logits, history, rawArgmax).total(), u);
+        }
+      }
+    }
+    if (params.logprobs() == null) return new Verdict(new SampledToken(tokenId, Optional.empty()), accepted);
+    double logSumExp = RawLogprobs.logSumExp(logits, logits[rawArgmax]);
+    return new Verdict(new SampledToken(tokenId, Optional.of(new SampledToken.Logprobs(
+        logits[tokenId] - logSumExp, RawLogprobs.top(logits, params.logprobs(), logSumExp)))), accepted);
+  }
+
+  /**
    * The normalized distribution the next draw uses (one-hot on the argmax when greedy). For tests and
    * diagnostics; draws no randomness.
    */
-  double[] probabilities(float[] logits, TokenCounts history) {
+  public double[] probabilities(float[] logits, TokenCounts history) {
     checkRow(logits, history);
     int rawArgmax = LogitOps.argmax(logits);
     double[] p = new double[vocabSize];

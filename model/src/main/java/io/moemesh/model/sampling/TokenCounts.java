@@ -34,6 +34,19 @@ public final class TokenCounts {
     return counts;
   }
 
+  /** An independent copy (speculative verification counts draft tokens into it without touching the request's). */
+  public TokenCounts copy() {
+    TokenCounts c = new TokenCounts();
+    c.tokenIds = tokenIds.clone();
+    c.generatedCounts = generatedCounts.clone();
+    c.inPrompt = inPrompt.clone();
+    c.numDistinct = numDistinct;
+    c.slotToIndex = slotToIndex.clone();
+    c.numPromptTokens = numPromptTokens;
+    c.numGeneratedTokens = numGeneratedTokens;
+    return c;
+  }
+
   /** Appends prompt tokens (e.g. one prefill chunk at a time). */
   public void addPrompt(int... tokenIds) {
     for (int tokenId : tokenIds) {
