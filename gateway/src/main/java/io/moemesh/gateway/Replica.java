@@ -20,6 +20,7 @@ final class Replica {
   private final AtomicInteger localRequests = new AtomicInteger();
   private final AtomicBoolean polling = new AtomicBoolean();
   private volatile int othersRunning; // what the last report counted beyond this gateway's own streams
+  private boolean answeredBefore; // guarded by polling
   private int missedPolls; // consecutive Load calls that timed out or failed short of UNAVAILABLE; guarded by polling
   private volatile LoadReport load = LoadReport.getDefaultInstance();
   private volatile boolean reachable; // false until the first Load answers
@@ -79,6 +80,8 @@ final class Replica {
   }
 
   void polled(LoadReport report) {
+    if (!reachable && answeredBefore) LOG.infof("%s answers Load again", this);
+    answeredBefore = true;
     missedPolls = 0;
     load = report;
     othersRunning = Math.max(0, report.getNumRunning() + report.getNumWaiting() - localRequests.get());
@@ -92,7 +95,7 @@ final class Replica {
    * in a row, so a loaded replica is not mistaken for a dead one.
    */
   void pollFailed(io.grpc.Status.Code code) {
-    if (code == io.grpc.Status.Code.UNAVAILABLE || ++missedPolls >= MAX_MISSED_POLLS) reachable = false;
+    if (code == io.grpc.Status.Code.UNAVAILABLE || ++missedPolls >= MAX_MISSED_POLLS) leave("Load answered " + code);
     polling.set(false);
   }
 
@@ -100,8 +103,15 @@ final class Replica {
 
   /** A call found the replica unreachable: skip it until its next Load answers. */
   void markUnreachable() {
+    leave("a call answered UNAVAILABLE");
+  }
+
+  private void leave(String why) {
+    if (reachable) LOG.warnf("%s leaves routing until its Load answers again: %s", this, why);
     reachable = false;
   }
+
+  private static final org.jboss.logging.Logger LOG = org.jboss.logging.Logger.getLogger(Replica.class);
 
   @Override
   public String toString() {
