@@ -1,20 +1,23 @@
 package io.moemesh.e2e;
 
+import static io.moemesh.e2e.Gen.weight;
+
 import java.io.ByteArrayOutputStream;
+import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
-import net.jqwik.api.Arbitraries;
-import net.jqwik.api.Arbitrary;
-import net.jqwik.api.Combinators;
-import net.jqwik.api.Tuple;
+import java.util.random.RandomGenerator;
 
 /**
  * The fuzz test's generators: JSON values as their text (so a body can hold what no JSON library writes: 1e309, -0,
  * integers beyond long, lone surrogate escapes, 3000-deep nesting), request bodies built from them, and malformed
- * bytes and HTTP requests. Every generator shrinks toward short, absent or plain values.
+ * bytes and HTTP requests.
  */
 final class FuzzInputs {
   private FuzzInputs() {}
@@ -38,6 +41,9 @@ final class FuzzInputs {
       "Infinity", "-0", "1e309", "true", "[DONE]", "data: [DONE]\n\n", "%s%n%x", "${jndi:ldap://x}", "' OR 1=1 --",
       "ẞßǅ𝕏", "\u0301\u0301\u0301", "tiny", "user", "assistant");
 
+  /** Any char of the Basic Multilingual Plane, lone surrogates and noncharacters included. */
+  private static final Gen<Character> ANY_CHAR = Gen.charRange('\u0000', '\uffff');
+
   // ---- JSON values (as text) ----
 
   static String quote(String s) {
@@ -56,178 +62,234 @@ final class FuzzInputs {
     return out.append('"').toString();
   }
 
-  static Arbitrary<String> text() {
-    return Arbitraries.frequencyOf(
-        Tuple.of(4, Arbitraries.of(HOSTILE_TEXT)),
-        Tuple.of(3, Arbitraries.strings().all().ofMaxLength(24)),
-        Tuple.of(2, Arbitraries.strings().alpha().numeric().withChars(' ').ofMaxLength(40)),
-        Tuple.of(1, Arbitraries.integers().between(1, 40_000).map(n -> "word ".repeat(n / 5 + 1))));
+  static Gen<String> text() {
+    return Gen.frequency(
+        weight(4, Gen.of(HOSTILE_TEXT)),
+        weight(3, Gen.strings(ANY_CHAR, 24)),
+        weight(2, Gen.strings(Gen.charsIn(Gen.ALPHANUMERIC + " "), 40)),
+        weight(1, Gen.ints(1, 40_000).map(n -> "word ".repeat(n / 5 + 1))));
   }
 
-  static Arbitrary<String> string() {
+  static Gen<String> string() {
     return text().map(FuzzInputs::quote);
   }
 
-  static Arbitrary<String> number() {
-    return Arbitraries.frequencyOf(
-        Tuple.of(4, Arbitraries.of(EDGE_NUMBERS)),
-        Tuple.of(2, Arbitraries.integers().map(String::valueOf)),
-        Tuple.of(2, Arbitraries.doubles().between(-1e6, 1e6).map(String::valueOf)),
-        Tuple.of(1, Arbitraries.bigIntegers().between(new java.math.BigInteger("-1" + "0".repeat(40)),
-            new java.math.BigInteger("1" + "0".repeat(40))).map(Object::toString)),
-        Tuple.of(1, Arbitraries.integers().between(900, 1100).map(n -> "1" + "0".repeat(n)))); // Jackson caps at 1000 digits
+  static Gen<String> number() {
+    return Gen.frequency(
+        weight(4, Gen.of(EDGE_NUMBERS)),
+        weight(1, random -> String.valueOf(random.nextInt())),
+        weight(1, Gen.ints(-1000, 1000).map(String::valueOf)),
+        weight(2, random -> String.valueOf(random.nextDouble(-1e6, 1e6))),
+        weight(1, FuzzInputs::bigInteger),
+        weight(1, Gen.ints(900, 1100).map(n -> "1" + "0".repeat(n)))); // Jackson caps at 1000 digits
+  }
+
+  /** An integer of up to 40 digits (within ±10^40): beyond long, beyond what a float holds exactly. */
+  private static String bigInteger(RandomGenerator random) {
+    StringBuilder digits = new StringBuilder(random.nextBoolean() ? "-" : "");
+    for (int i = random.nextInt(1, 41); i > 0; i--) digits.append(random.nextInt(10));
+    return new BigInteger(digits.toString()).toString();
   }
 
   /** Strings that look like numbers, booleans or nothing: the wrong type with a plausible value. */
-  static Arbitrary<String> numberLikeString() {
-    return Arbitraries.of("\"1\"", "\"0.7\"", "\"NaN\"", "\"Infinity\"", "\"-Infinity\"", "\"1e309\"", "\"true\"", "\"\"",
+  static Gen<String> numberLikeString() {
+    return Gen.of("\"1\"", "\"0.7\"", "\"NaN\"", "\"Infinity\"", "\"-Infinity\"", "\"1e309\"", "\"true\"", "\"\"",
         "\"null\"", "\" 1\"", "\"0x10\"");
   }
 
   /** Nested arrays or objects, up to 3000 deep (Jackson refuses more than 1000). */
-  static Arbitrary<String> deep() {
-    return Arbitraries.integers().between(1, 3000).flatMap(depth -> Arbitraries.of(
-        "[".repeat(depth) + "]".repeat(depth),
-        "{\"a\":".repeat(depth) + "1" + "}".repeat(depth),
-        "[{\"role\":\"user\",\"content\":".repeat(Math.min(depth, 1500)) + "\"x\"" + "}]".repeat(Math.min(depth, 1500))));
+  static Gen<String> deep() {
+    return random -> {
+      int depth = random.nextInt(1, 3001), messages = Math.min(depth, 1500);
+      return switch (random.nextInt(3)) {
+        case 0 -> "[".repeat(depth) + "]".repeat(depth);
+        case 1 -> "{\"a\":".repeat(depth) + "1" + "}".repeat(depth);
+        default -> "[{\"role\":\"user\",\"content\":".repeat(messages) + "\"x\"" + "}]".repeat(messages);
+      };
+    };
   }
 
   /** Any JSON value, shallow. */
-  static Arbitrary<String> anyJson() {
-    return Arbitraries.lazyOf(
-        () -> Arbitraries.of("null", "true", "false", "{}", "[]", "[null]", "{\"\":null}"),
-        FuzzInputs::number,
-        FuzzInputs::string,
-        FuzzInputs::numberLikeString,
-        () -> Arbitraries.lazy(FuzzInputs::scalar).list().ofMaxSize(5).map(FuzzInputs::array),
-        () -> Combinators.combine(string(), Arbitraries.lazy(FuzzInputs::scalar)).as((k, v) -> k + ":" + v)
-            .list().ofMaxSize(4).map(FuzzInputs::object),
-        FuzzInputs::deep);
+  static Gen<String> anyJson() {
+    return Gen.oneOf(
+        Gen.of("null", "true", "false", "{}", "[]", "[null]", "{\"\":null}"),
+        number(),
+        string(),
+        numberLikeString(),
+        scalar().list(5).map(FuzzInputs::array),
+        pair(string(), scalar()).list(4).map(FuzzInputs::object),
+        deep());
   }
 
-  private static Arbitrary<String> scalar() {
-    return Arbitraries.oneOf(Arbitraries.of("null", "true", "false", "{}", "[]"), number(), string());
+  /** {@code key:value}, an object's member. */
+  private static Gen<String> pair(Gen<String> key, Gen<String> value) {
+    return random -> key.next(random) + ":" + value.next(random);
+  }
+
+  private static Gen<String> scalar() {
+    return Gen.oneOf(Gen.of("null", "true", "false", "{}", "[]"), number(), string());
   }
 
   /** A field's value: mostly a (hostile) value of the right type, else any value (wrong types, null, nesting). */
-  static Arbitrary<String> value(Arbitrary<String> rightType) {
-    return Arbitraries.frequencyOf(Tuple.of(5, rightType), Tuple.of(1, anyJson()));
+  static Gen<String> value(Gen<String> rightType) {
+    return Gen.frequency(weight(5, rightType), weight(1, anyJson()));
   }
 
   static String array(List<String> values) {
     return "[" + String.join(",", values) + "]";
   }
 
+  /** An object of the members that are present (not null). */
   static String object(List<String> members) {
     return "{" + String.join(",", members.stream().filter(Objects::nonNull).toList()) + "}";
   }
 
-  private static Arbitrary<String> member(String name, Arbitrary<String> value, double absent) {
-    return value.map(v -> quote(name) + ":" + v).injectNull(absent);
+  /** An object of the generated members, each absent where its generator gives null. */
+  @SafeVarargs
+  static Gen<String> objectOf(Gen<String>... members) {
+    List<Gen<String>> list = new ArrayList<>();
+    for (Gen<String> member : members) list.add(member); // not Arrays.asList: javac's varargs lint
+    return objectOf(list);
+  }
+
+  static Gen<String> objectOf(List<Gen<String>> members) {
+    return random -> object(members.stream().map(m -> m.next(random)).toList());
+  }
+
+  /** A member of a body ({@code "name":value}) and how often it is absent. */
+  private record Field(Gen<String> present, double absent) {
+    Gen<String> maybe() {
+      return present.orNull(absent);
+    }
+  }
+
+  private static Field field(String name, Gen<String> value, double absent) {
+    return new Field(value.map(v -> quote(name) + ":" + v), absent);
+  }
+
+  /** {@code "name":value}, absent (null) with probability {@code absent}. */
+  private static Gen<String> member(String name, Gen<String> value, double absent) {
+    return field(name, value, absent).maybe();
   }
 
   // ---- request bodies ----
 
-  /** The sampling and output fields both endpoints take, each absent 75% of the time. */
-  private static List<Arbitrary<String>> commonFields() {
-    Arbitrary<String> bool = Arbitraries.of("true", "false");
-    List<Arbitrary<String>> fields = new ArrayList<>();
+  /**
+   * A request body: mostly every field, each with its own chance of being absent, so that most bodies hold some invalid
+   * value and end in a 400; one in four {@code nearValid}, so that hostile text in a valid structure also reaches the
+   * templates, the tokenizer, the model lookup and the decode stub.
+   */
+  private static Gen<String> body(List<Field> fields, Gen<String> nearValid) {
+    return Gen.frequency(weight(3, objectOf(fields.stream().map(Field::maybe).toList())), weight(1, nearValid));
+  }
+
+  /** One of the fields, present, half the time. */
+  private static Gen<String> maybeOneOf(List<Field> fields) {
+    return Gen.of(fields).flatMap(Field::present).orNull(0.5);
+  }
+
+  /** Mostly this gateway's model; else another name (404). */
+  private static Gen<String> plainModel() {
+    return Gen.frequency(weight(9, Gen.just(quote(MODEL))), weight(1, string()));
+  }
+
+  /** The sampling and output fields both endpoints take, each absent 70% of the time or more. */
+  private static List<Field> commonFields() {
+    Gen<String> bool = Gen.of("true", "false");
+    List<Field> fields = new ArrayList<>();
     for (String name : List.of("temperature", "top_p", "top_k", "min_p", "n", "max_tokens", "presence_penalty",
         "frequency_penalty", "repetition_penalty", "seed", "best_of")) {
-      fields.add(member(name, value(number()), 0.75));
+      fields.add(field(name, value(number()), 0.75));
     }
-    fields.add(member("stream", value(bool), 0.7));
-    fields.add(member("ignore_eos", value(bool), 0.85));
-    fields.add(member("stream_options", value(Combinators.combine(member("include_usage", value(bool), 0.3),
-        member("extra", anyJson(), 0.8)).as((a, b) -> object(java.util.Arrays.asList(a, b)))), 0.8));
-    fields.add(member("stop", value(Arbitraries.oneOf(string(), value(string()).list().ofMaxSize(6).map(FuzzInputs::array))), 0.8));
-    fields.add(member("logit_bias", value(Combinators.combine(Arbitraries.oneOf(numberLikeString(), string()), value(number()))
-        .as((k, v) -> k + ":" + v).list().ofMaxSize(4).map(FuzzInputs::object)), 0.9));
-    fields.add(member("user", value(string()), 0.9));
-    fields.add(member("response_format", value(Arbitraries.of("{\"type\":\"text\"}", "{\"type\":\"json_object\"}",
+    fields.add(field("stream", value(bool), 0.7));
+    fields.add(field("ignore_eos", value(bool), 0.85));
+    fields.add(field("stream_options", value(objectOf(member("include_usage", value(bool), 0.3), member("extra", anyJson(), 0.8))), 0.8));
+    fields.add(field("stop", value(Gen.oneOf(string(), value(string()).list(6).map(FuzzInputs::array))), 0.8));
+    Gen<String> bias = pair(Gen.oneOf(numberLikeString(), string()), value(number())).list(4).map(FuzzInputs::object);
+    fields.add(field("logit_bias", value(bias), 0.9));
+    fields.add(field("user", value(string()), 0.9));
+    fields.add(field("response_format", value(Gen.of("{\"type\":\"text\"}", "{\"type\":\"json_object\"}",
         "{\"type\":null}", "{}", "{\"type\":\"json_schema\",\"json_schema\":{}}")), 0.9));
     for (String name : List.of("tools", "tool_choice", "functions", "function_call", "suffix", "echo")) {
-      fields.add(member(name, anyJson(), 0.93));
+      fields.add(field(name, anyJson(), 0.93));
     }
-    fields.add(Combinators.combine(Arbitraries.strings().alpha().ofMinLength(1).ofMaxLength(12), anyJson())
-        .as((k, v) -> quote(k) + ":" + v).injectNull(0.8)); // an unknown field
+    fields.add(new Field(pair(Gen.strings(Gen.charsIn(Gen.ALPHA), 1, 12).map(FuzzInputs::quote), anyJson()), 0.8)); // an unknown one
     return fields;
   }
 
-  private static Arbitrary<String> model() {
-    return Arbitraries.frequencyOf(Tuple.of(8, Arbitraries.just(quote(MODEL))), Tuple.of(1, string()),
-        Tuple.of(1, anyJson()));
+  private static Gen<String> model() {
+    return Gen.frequency(weight(8, Gen.just(quote(MODEL))), weight(1, string()), weight(1, anyJson()));
   }
 
-  private static Arbitrary<String> contentPart() {
-    return Combinators.combine(member("type", value(Arbitraries.of("text", "image_url", "input_audio", "file", "refusal", "")
-        .map(FuzzInputs::quote)), 0.1), member("text", value(string()), 0.2), member("image_url", anyJson(), 0.9))
-        .as((a, b, c) -> object(java.util.Arrays.asList(a, b, c)));
+  private static Gen<String> contentPart() {
+    Gen<String> type = Gen.of("text", "image_url", "input_audio", "file", "refusal", "").map(FuzzInputs::quote);
+    return objectOf(member("type", value(type), 0.1), member("text", value(string()), 0.2), member("image_url", anyJson(), 0.9));
   }
 
-  private static Arbitrary<String> message() {
-    Arbitrary<String> role = Arbitraries.frequencyOf(
-        Tuple.of(6, Arbitraries.of("user", "system", "assistant", "developer", "tool").map(FuzzInputs::quote)),
-        Tuple.of(1, Arbitraries.of("wizard", "", "USER", "function", " user").map(FuzzInputs::quote)),
-        Tuple.of(1, anyJson()));
-    Arbitrary<String> content = Arbitraries.frequencyOf(Tuple.of(5, string()),
-        Tuple.of(2, contentPart().list().ofMaxSize(4).map(FuzzInputs::array)), Tuple.of(1, anyJson()));
-    Arbitrary<String> toolCalls = Arbitraries.oneOf(anyJson(), Combinators.combine(member("id", value(string()), 0.3),
-        member("function", value(Combinators.combine(member("name", value(string()), 0.2), member("arguments", value(string()), 0.2))
-            .as((n, a) -> object(java.util.Arrays.asList(n, a)))), 0.2)).as((i, f) -> object(java.util.Arrays.asList(i, f)))
-        .list().ofMaxSize(3).map(FuzzInputs::array));
-    return Combinators.combine(member("role", role, 0.05), member("content", content, 0.1),
-        member("tool_calls", toolCalls, 0.9), member("tool_call_id", value(string()), 0.9), member("name", value(string()), 0.9))
-        .as((a, b, c, d, e) -> object(java.util.Arrays.asList(a, b, c, d, e)));
+  private static Gen<String> message() {
+    Gen<String> role = Gen.frequency(
+        weight(6, Gen.of("user", "system", "assistant", "developer", "tool").map(FuzzInputs::quote)),
+        weight(1, Gen.of("wizard", "", "USER", "function", " user").map(FuzzInputs::quote)),
+        weight(1, anyJson()));
+    Gen<String> content = Gen.frequency(weight(5, string()), weight(2, contentPart().list(4).map(FuzzInputs::array)),
+        weight(1, anyJson()));
+    Gen<String> function = objectOf(member("name", value(string()), 0.2), member("arguments", value(string()), 0.2));
+    Gen<String> toolCall = objectOf(member("id", value(string()), 0.3), member("function", value(function), 0.2));
+    Gen<String> toolCalls = Gen.oneOf(anyJson(), toolCall.list(3).map(FuzzInputs::array));
+    return objectOf(member("role", role, 0.05), member("content", content, 0.1), member("tool_calls", toolCalls, 0.9),
+        member("tool_call_id", value(string()), 0.9), member("name", value(string()), 0.9));
   }
 
-  private static Arbitrary<String> messages() {
-    return Arbitraries.frequencyOf(
-        Tuple.of(8, Arbitraries.frequencyOf(Tuple.of(6, message()), Tuple.of(1, anyJson())).list().ofMaxSize(6).map(FuzzInputs::array)),
-        Tuple.of(1, Arbitraries.integers().between(50, 1500).map(n -> array(java.util.Collections.nCopies(n, "{\"role\":\"user\",\"content\":\"hi\"}")))),
-        Tuple.of(1, anyJson()));
+  private static Gen<String> messages() {
+    return Gen.frequency(
+        weight(8, Gen.frequency(weight(6, message()), weight(1, anyJson())).list(6).map(FuzzInputs::array)),
+        weight(1, Gen.ints(50, 1500).map(n -> array(Collections.nCopies(n, "{\"role\":\"user\",\"content\":\"hi\"}")))),
+        weight(1, anyJson()));
   }
 
   /** A chat completion request: structurally right, hostile values. */
-  static Arbitrary<String> chatBody() {
-    List<Arbitrary<String>> fields = new ArrayList<>(List.of(member("model", model(), 0.05), member("messages", messages(), 0.05),
-        member("logprobs", value(Arbitraries.of("true", "false")), 0.8), member("top_logprobs", value(number()), 0.85),
-        member("max_completion_tokens", value(number()), 0.9)));
-    fields.addAll(commonFields());
-    return Combinators.combine(fields).as(FuzzInputs::object);
+  static Gen<String> chatBody() {
+    List<Field> optional = new ArrayList<>(List.of(field("logprobs", value(Gen.of("true", "false")), 0.8),
+        field("top_logprobs", value(number()), 0.85), field("max_completion_tokens", value(number()), 0.9)));
+    optional.addAll(commonFields());
+    List<Field> fields = new ArrayList<>(List.of(field("model", model(), 0.05), field("messages", messages(), 0.05)));
+    fields.addAll(optional);
+    Gen<String> plainMessage = objectOf(member("role", Gen.of("system", "user", "assistant").map(FuzzInputs::quote), 0),
+        member("content", string(), 0));
+    return body(fields, objectOf(member("model", plainModel(), 0), member("messages", plainMessage.list(1, 4).map(FuzzInputs::array), 0),
+        maybeOneOf(optional)));
   }
 
   /** Token ids: valid, negative, beyond the vocabulary, beyond int and long, fractional, or not numbers at all. */
-  private static Arbitrary<String> tokenIds() {
-    Arbitrary<String> id = Arbitraries.frequencyOf(Tuple.of(5, Arbitraries.integers().between(0, 300).map(String::valueOf)),
-        Tuple.of(2, number()), Tuple.of(1, scalar()));
-    return Arbitraries.frequencyOf(Tuple.of(6, id.list().ofMaxSize(8).map(FuzzInputs::array)),
-        Tuple.of(1, Arbitraries.integers().between(100, 12_000).map(n -> array(java.util.Collections.nCopies(n, "7")))));
+  private static Gen<String> tokenIds() {
+    Gen<String> id = Gen.frequency(weight(5, Gen.ints(0, 300).map(String::valueOf)), weight(2, number()), weight(1, scalar()));
+    return Gen.frequency(weight(6, id.list(8).map(FuzzInputs::array)),
+        weight(1, Gen.ints(100, 12_000).map(n -> array(Collections.nCopies(n, "7")))));
   }
 
-  private static Arbitrary<String> prompt() {
-    return Arbitraries.frequencyOf(Tuple.of(4, string()), Tuple.of(3, tokenIds()),
-        Tuple.of(2, Arbitraries.oneOf(string(), tokenIds()).list().ofMaxSize(5).map(FuzzInputs::array)),
-        Tuple.of(1, Arbitraries.integers().between(65, 3000).map(n -> array(java.util.Collections.nCopies(n, "\"a\"")))),
-        Tuple.of(1, anyJson()));
+  private static Gen<String> prompt() {
+    return Gen.frequency(weight(4, string()), weight(3, tokenIds()),
+        weight(2, Gen.oneOf(string(), tokenIds()).list(5).map(FuzzInputs::array)),
+        weight(1, Gen.ints(65, 3000).map(n -> array(Collections.nCopies(n, "\"a\"")))),
+        weight(1, anyJson()));
   }
 
   /** A completion request. */
-  static Arbitrary<String> completionBody() {
-    List<Arbitrary<String>> fields = new ArrayList<>(List.of(member("model", model(), 0.05), member("prompt", prompt(), 0.05),
-        member("logprobs", value(number()), 0.8)));
-    fields.addAll(commonFields());
-    return Combinators.combine(fields).as(FuzzInputs::object);
+  static Gen<String> completionBody() {
+    List<Field> optional = new ArrayList<>(List.of(field("logprobs", value(number()), 0.8)));
+    optional.addAll(commonFields());
+    List<Field> fields = new ArrayList<>(List.of(field("model", model(), 0.05), field("prompt", prompt(), 0.05)));
+    fields.addAll(optional);
+    Gen<String> plainPrompt = Gen.oneOf(string(), Gen.ints(0, 300).map(String::valueOf).list(1, 8).map(FuzzInputs::array));
+    return body(fields, objectOf(member("model", plainModel(), 0), member("prompt", plainPrompt, 0), maybeOneOf(optional)));
   }
 
   /** A {@code /tokenize} or {@code /detokenize} request: path and body. */
-  static Arbitrary<Map.Entry<String, String>> serverRouteBody() {
-    Arbitrary<String> tokenize = Combinators.combine(member("model", model(), 0.3), member("prompt", value(string()), 0.2),
-        member("messages", messages(), 0.7), member("add_special_tokens", anyJson(), 0.7), member("add_generation_prompt", anyJson(), 0.8))
-        .as((a, b, c, d, e) -> object(java.util.Arrays.asList(a, b, c, d, e)));
-    Arbitrary<String> detokenize = Combinators.combine(member("model", model(), 0.3), member("tokens", value(tokenIds()), 0.1))
-        .as((a, b) -> object(java.util.Arrays.asList(a, b)));
-    return Arbitraries.oneOf(tokenize.map(b -> Map.entry("/tokenize", b)), detokenize.map(b -> Map.entry("/detokenize", b)));
+  static Gen<Map.Entry<String, String>> serverRouteBody() {
+    Gen<String> tokenize = objectOf(member("model", model(), 0.3), member("prompt", value(string()), 0.2),
+        member("messages", messages(), 0.7), member("add_special_tokens", anyJson(), 0.7), member("add_generation_prompt", anyJson(), 0.8));
+    Gen<String> detokenize = objectOf(member("model", model(), 0.3), member("tokens", value(tokenIds()), 0.1));
+    return Gen.oneOf(tokenize.map(b -> Map.entry("/tokenize", b)), detokenize.map(b -> Map.entry("/detokenize", b)));
   }
 
   // ---- malformed bytes ----
@@ -237,41 +299,47 @@ final class FuzzInputs {
   private static final String VALID_CHAT = "{\"model\":\"tiny\",\"messages\":[{\"role\":\"user\",\"content\":\"héllo 🦄\"}],\"max_tokens\":3}";
   private static final String VALID_COMPLETION = "{\"model\":\"tiny\",\"prompt\":\"héllo 🦄\",\"max_tokens\":3}";
 
+  /** Bytes that break UTF-8 where they are put: a cut sequence, never-valid bytes, a surrogate, overlong, beyond U+10FFFF. */
+  private static final List<byte[]> BAD_UTF8 = List.of(new byte[] {(byte) 0xc3}, new byte[] {(byte) 0xff},
+      new byte[] {(byte) 0xfe, (byte) 0xff}, new byte[] {(byte) 0xed, (byte) 0xa0, (byte) 0x80}, new byte[] {(byte) 0xc0, (byte) 0x80},
+      new byte[] {(byte) 0xf4, (byte) 0x90, (byte) 0x80, (byte) 0x80}, new byte[] {(byte) 0x80}, new byte[] {0});
+
   /** Bytes that are not one JSON object in UTF-8: truncated, trailing garbage, other text, invalid UTF-8, oversized. */
-  static Arbitrary<byte[]> malformedBody() {
-    Arbitrary<String> valid = Arbitraries.of(VALID_CHAT, VALID_COMPLETION, "{\"prompt\":\"x\"}", "{\"tokens\":[1,2]}");
-    Arbitrary<byte[]> truncated = valid.flatMap(v -> Arbitraries.integers().between(0, utf8(v).length - 1)
-        .map(n -> java.util.Arrays.copyOf(utf8(v), n)));
-    Arbitrary<byte[]> trailing = Combinators.combine(valid, Arbitraries.of("}", "]", ",", " x", "{}", "\u0000", " {\"a\":1}", "\n[1]", "//c", "/*", "'"))
-        .as((v, g) -> utf8(v + g));
-    Arbitrary<byte[]> notJson = Arbitraries.oneOf(Arbitraries.of("", " ", "null", "[]", "\"str\"", "42", "true", "<xml/>",
+  static Gen<byte[]> malformedBody() {
+    Gen<String> valid = Gen.of(VALID_CHAT, VALID_COMPLETION, "{\"prompt\":\"x\"}", "{\"tokens\":[1,2]}");
+    Gen<byte[]> truncated = valid.map(FuzzInputs::utf8).flatMap(v -> Gen.ints(0, v.length - 1).map(n -> Arrays.copyOf(v, n)));
+    Gen<String> garbage = Gen.of("}", "]", ",", " x", "{}", "\u0000", " {\"a\":1}", "\n[1]", "//c", "/*", "'");
+    Gen<byte[]> trailing = random -> utf8(valid.next(random) + garbage.next(random));
+    Gen<byte[]> notJson = Gen.oneOf(Gen.of("", " ", "null", "[]", "\"str\"", "42", "true", "<xml/>",
         "model=tiny&prompt=hi", "a=%zz&b=%", "{'model': 'tiny'}", "{model: tiny}", "{\"model\":\"tiny\",}", "[{\"model\":\"tiny\"}]",
         "{\"a\":NaN}", "{\"a\":Infinity}", "{\"a\":01}", "{\"a\":.5}", "{\"a\":1.}", "{\"a\":+1}", "{\"a\":0x10}", "\ufeff{}",
-        "{\"a\":\"\\x00\"}", "{\"a\":\"\\ud800\\ud800\"}", "{\"a\" \"b\"}"), Arbitraries.strings().all().ofMaxLength(60))
+        "{\"a\":\"\\x00\"}", "{\"a\":\"\\ud800\\ud800\"}", "{\"a\" \"b\"}"), Gen.strings(ANY_CHAR, 60))
         .map(FuzzInputs::utf8);
-    Arbitrary<byte[]> invalidUtf8 = Combinators.combine(valid, Arbitraries.of(new byte[] {(byte) 0xc3}, new byte[] {(byte) 0xff},
-            new byte[] {(byte) 0xfe, (byte) 0xff}, new byte[] {(byte) 0xed, (byte) 0xa0, (byte) 0x80}, new byte[] {(byte) 0xc0, (byte) 0x80},
-            new byte[] {(byte) 0xf4, (byte) 0x90, (byte) 0x80, (byte) 0x80}, new byte[] {(byte) 0x80}, new byte[] {0}),
-        Arbitraries.integers().between(0, 100)).as((v, bad, at) -> {
-          byte[] b = utf8(v);
-          int i = Math.min(at, b.length);
-          ByteArrayOutputStream out = new ByteArrayOutputStream();
-          out.write(b, 0, i);
-          out.writeBytes(bad);
-          out.write(b, i, b.length - i);
-          return out.toByteArray();
-        });
-    Arbitrary<byte[]> otherEncodings = valid.flatMap(v -> Arbitraries.of(v.getBytes(StandardCharsets.UTF_16),
+    Gen<byte[]> invalidUtf8 = random -> {
+      byte[] b = utf8(valid.next(random));
+      byte[] bad = Gen.of(BAD_UTF8).next(random);
+      int at = Math.min(random.nextInt(0, 101), b.length);
+      ByteArrayOutputStream out = new ByteArrayOutputStream();
+      out.write(b, 0, at);
+      out.writeBytes(bad);
+      out.write(b, at, b.length - at);
+      return out.toByteArray();
+    };
+    Gen<byte[]> otherEncodings = valid.flatMap(v -> Gen.of(v.getBytes(StandardCharsets.UTF_16),
         v.getBytes(StandardCharsets.UTF_16LE), v.getBytes(StandardCharsets.ISO_8859_1), utf8("\ufeff" + v)));
-    Arbitrary<byte[]> oversized = Arbitraries.integers().between(MAX_BODY - 100, 3 * MAX_BODY)
+    Gen<byte[]> oversized = Gen.ints(MAX_BODY - 100, 3 * MAX_BODY)
         .map(n -> utf8("{\"model\":\"tiny\",\"prompt\":\"" + "x".repeat(n) + "\"}"));
-    Arbitrary<byte[]> random = Arbitraries.bytes().array(byte[].class).ofMaxSize(200);
-    return Arbitraries.oneOf(truncated, trailing, notJson, invalidUtf8, otherEncodings, oversized, random);
+    Gen<byte[]> randomBytes = random -> {
+      byte[] b = new byte[random.nextInt(201)];
+      random.nextBytes(b);
+      return b;
+    };
+    return Gen.oneOf(truncated, trailing, notJson, invalidUtf8, otherEncodings, oversized, randomBytes);
   }
 
-  static Arbitrary<String> contentType() {
-    return Arbitraries.frequencyOf(Tuple.of(4, Arbitraries.just("application/json")), Tuple.of(1, Arbitraries.just((String) null)),
-        Tuple.of(2, Arbitraries.of("text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=xyz",
+  static Gen<String> contentType() {
+    return Gen.frequency(weight(4, Gen.just("application/json")), weight(1, Gen.just((String) null)),
+        weight(2, Gen.of("text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=xyz",
             "multipart/form-data", "application/json; charset=utf-16", "application/json; charset=nonsense", ";;;", "*/*",
             "application/octet-stream", "application/json" + "; x=y".repeat(300))));
   }
@@ -285,51 +353,52 @@ final class FuzzInputs {
   /** Routes that answer 2xx to a plain GET. */
   static final List<String> GET_ROUTES = List.of("/v1/models", "/v1/models/tiny", "/health", "/version");
 
-  static Arbitrary<String> method() {
-    return Arbitraries.frequencyOf(Tuple.of(4, Arbitraries.of("GET", "POST")),
-        Tuple.of(2, Arbitraries.of("PUT", "DELETE", "PATCH", "OPTIONS", "HEAD", "TRACE", "FOO", "get", "PROPFIND")));
+  static Gen<String> method() {
+    return Gen.frequency(weight(4, Gen.of("GET", "POST")),
+        weight(2, Gen.of("PUT", "DELETE", "PATCH", "OPTIONS", "HEAD", "TRACE", "FOO", "get", "PROPFIND")));
   }
 
-  /** Request targets: the API's paths, unknown ones, odd escapes and query strings, and URIs from 1 to 60 KB. */
-  static Arbitrary<String> target() {
-    Arbitrary<String> known = Arbitraries.of("/v1/chat/completions", "/v1/completions", "/v1/models", "/v1/models/tiny",
+  /** Request targets: the API's paths, unknown ones, odd escapes and query strings, and URIs from 1 to 70 KB. */
+  static Gen<String> target() {
+    Gen<String> known = Gen.of("/v1/chat/completions", "/v1/completions", "/v1/models", "/v1/models/tiny",
         "/health", "/version", "/tokenize", "/detokenize");
-    Arbitrary<String> segment = Arbitraries.frequencyOf(Tuple.of(4, Arbitraries.strings().alpha().numeric().withChars("-._~").ofMaxLength(12)),
-        Tuple.of(1, Arbitraries.of("%zz", "%", "%00", "%2F", "%2e%2e", "..", ".", "", "%ff%fe", "%c3%28", "%e2%80%ae", ";x=1",
+    Gen<String> segment = Gen.frequency(weight(4, Gen.strings(Gen.charsIn(Gen.ALPHANUMERIC + "-._~"), 12)),
+        weight(1, Gen.of("%zz", "%", "%00", "%2F", "%2e%2e", "..", ".", "", "%ff%fe", "%c3%28", "%e2%80%ae", ";x=1",
             "*", "v1", "models", "chat", "completions", "q")));
-    Arbitrary<String> unknown = segment.list().ofMinSize(1).ofMaxSize(5).map(s -> "/" + String.join("/", s));
-    Arbitrary<String> query = Arbitraries.of("", "?", "?a=1", "?a=%zz", "?stream=true", "?" + "a=b&".repeat(200), "#frag", "?x=%00");
-    Arbitrary<String> path = Arbitraries.frequencyOf(Tuple.of(3, known), Tuple.of(3, unknown),
-        Tuple.of(1, known.map(k -> "/" + k)), Tuple.of(1, known.map(k -> k + "/")), Tuple.of(1, known.map(k -> k.toUpperCase(java.util.Locale.ROOT))));
-    Arbitrary<String> longPath = Combinators.combine(Arbitraries.of("/v1/models/", "/v1/chat/completions?x=", "/", "/health?"),
-        Arbitraries.integers().between(1000, 70_000)).as((p, n) -> p + "a".repeat(n)); // Netty's limit: 65536
-    return Arbitraries.frequencyOf(Tuple.of(8, Combinators.combine(path, query).as(String::concat)), Tuple.of(1, longPath),
-        Tuple.of(1, Arbitraries.of("*", "http://127.0.0.1/v1/models", "v1/models", "//", "/?")));
+    Gen<String> unknown = segment.list(1, 5).map(s -> "/" + String.join("/", s));
+    Gen<String> query = Gen.of("", "?", "?a=1", "?a=%zz", "?stream=true", "?" + "a=b&".repeat(200), "#frag", "?x=%00");
+    Gen<String> path = Gen.frequency(weight(3, known), weight(3, unknown),
+        weight(1, known.map(k -> "/" + k)), weight(1, known.map(k -> k + "/")), weight(1, known.map(k -> k.toUpperCase(Locale.ROOT))));
+    Gen<String> longPathPrefix = Gen.of("/v1/models/", "/v1/chat/completions?x=", "/", "/health?");
+    Gen<String> longPath = random -> longPathPrefix.next(random) + "a".repeat(random.nextInt(1000, 70_001)); // Netty's limit: 65536
+    return Gen.frequency(weight(8, random -> path.next(random) + query.next(random)), weight(1, longPath),
+        weight(1, Gen.of("*", "http://127.0.0.1/v1/models", "v1/models", "//", "/?")));
   }
 
-  private static Arbitrary<String> headerValue() {
-    return Arbitraries.frequencyOf(
-        Tuple.of(3, Arbitraries.strings().withCharRange(' ', '~').ofMaxLength(60)),
-        Tuple.of(1, Arbitraries.strings().withCharRange((char) 0x80, (char) 0xff).ofMaxLength(20)), // obs-text bytes
-        Tuple.of(1, Arbitraries.integers().between(100, 9_000).map(n -> "v".repeat(n))),
-        Tuple.of(1, Arbitraries.of("", " ", "a b c", "\t", "null", "Bearer", "Bearer ", "Bearer  x", "Basic Zm9vOmJhcg==",
+  private static Gen<String> headerValue() {
+    return Gen.frequency(
+        weight(3, Gen.strings(Gen.charRange(' ', '~'), 60)),
+        weight(1, Gen.strings(Gen.charRange('\u0080', '\u00ff'), 20)), // obs-text bytes
+        weight(1, Gen.ints(100, 9_000).map(n -> "v".repeat(n))),
+        weight(1, Gen.of("", " ", "a b c", "\t", "null", "Bearer", "Bearer ", "Bearer  x", "Basic Zm9vOmJhcg==",
             "bearer sk-x", "Bearer " + "k".repeat(5000))));
   }
 
   /** Headers that the gateway or Quarkus read, with odd values, and many or large ones (431 past the limit). */
-  static Arbitrary<List<Map.Entry<String, String>>> headers() {
-    Arbitrary<String> name = Arbitraries.frequencyOf(
-        Tuple.of(5, Arbitraries.of("X-Request-Id", "Authorization", "Accept", "Content-Type", "traceparent", "tracestate",
+  static Gen<List<Map.Entry<String, String>>> headers() {
+    Gen<String> name = Gen.frequency(
+        weight(5, Gen.of("X-Request-Id", "Authorization", "Accept", "Content-Type", "traceparent", "tracestate",
             "baggage", "Expect", "Accept-Encoding", "X-Forwarded-For", "Forwarded", "X-Forwarded-Proto", "Origin",
             "Accept-Charset", "Cookie", "User-Agent", "Range", "If-None-Match", "X-HTTP-Method-Override")),
-        Tuple.of(1, Arbitraries.strings().alpha().withChars('-').ofMinLength(1).ofMaxLength(20)));
-    Arbitrary<List<Map.Entry<String, String>>> some = Combinators.combine(name, headerValue()).as(Map::entry).list().ofMaxSize(6);
-    Arbitrary<List<Map.Entry<String, String>>> many = Combinators.combine(Arbitraries.integers().between(10, 350),
-        Arbitraries.integers().between(10, 200)).as((n, size) -> {
-          List<Map.Entry<String, String>> out = new ArrayList<>();
-          for (int i = 0; i < n; i++) out.add(Map.entry("X-Fuzz-" + i, "h".repeat(size)));
-          return out;
-        });
-    return Arbitraries.frequencyOf(Tuple.of(6, some), Tuple.of(1, many));
+        weight(1, Gen.strings(Gen.charsIn(Gen.ALPHA + "-"), 1, 20)));
+    Gen<String> value = headerValue();
+    Gen<Map.Entry<String, String>> header = random -> Map.entry(name.next(random), value.next(random));
+    Gen<List<Map.Entry<String, String>>> many = random -> {
+      int n = random.nextInt(10, 351), size = random.nextInt(10, 201);
+      List<Map.Entry<String, String>> out = new ArrayList<>();
+      for (int i = 0; i < n; i++) out.add(Map.entry("X-Fuzz-" + i, "h".repeat(size)));
+      return out;
+    };
+    return Gen.frequency(weight(6, header.list(6)), weight(1, many));
   }
 }

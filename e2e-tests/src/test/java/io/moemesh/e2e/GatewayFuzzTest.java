@@ -23,26 +23,19 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Stream;
-import net.jqwik.api.Arbitraries;
-import net.jqwik.api.Arbitrary;
-import net.jqwik.api.Combinators;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.Provide;
-import net.jqwik.api.lifecycle.AfterContainer;
-import net.jqwik.api.lifecycle.AfterProperty;
-import net.jqwik.api.lifecycle.BeforeContainer;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
 
 /**
- * A fuzz test of the gateway's HTTP API (issue #29): one real gateway process, fed generated hostile requests (fixed
- * seed and number of tries per property). Every answer must arrive within {@link #ANSWER}, be a 4xx or a 503 (or a 2xx
- * where the route can succeed), never another 5xx, and carry OpenAI's error shape
- * {@code {"error": {"message", "type", "param", "code"}}} as {@code application/json}; after each property
+ * A fuzz test of the gateway's HTTP API (issue #29): one real gateway process, fed generated hostile requests, one
+ * test per category with a fixed seed and number of cases ({@link Fuzz}: reproducible cases, shrinking, the summary
+ * table; {@link FuzzInputs}: the generators). Every answer must arrive within {@link #ANSWER}, be a 4xx or a 503 (or a
+ * 2xx where the route can succeed, or the stub's refusal as a stream's error event), never another 5xx, and carry
+ * OpenAI's error shape {@code {"error": {"message", "type", "param", "code"}}} as {@code application/json}; after each category
  * {@code /health} answers 200 and a fixed valid request gets its usual answer; the process is alive at the end.
  *
  * <p>The gateway's decode replica is a stub in this JVM that answers {@code Load} (so the gateway is ready, and every
@@ -52,22 +45,16 @@ import net.jqwik.api.lifecycle.BeforeContainer;
  */
 class GatewayFuzzTest {
   static final Duration ANSWER = Duration.ofSeconds(10);
-  static final int TRIES = 400;
+  static final long SEED = 29;
+  static final int CASES = 400;
   static final String REFUSAL = "fuzz decode stub: no engine here";
   private static final ObjectMapper JSON = new ObjectMapper();
   static Path workDir;
   static Server decodeStub;
   static ServiceProcess gateway;
-  /** Per category (property): the cases sent and how they ended, for the report printed at the end. */
-  static final Map<String, Tally> TALLIES = new ConcurrentHashMap<>();
+  static Fuzz fuzz;
 
-  static final class Tally {
-    final AtomicInteger tried = new AtomicInteger(), passed = new AtomicInteger(), knownGap = new AtomicInteger(),
-        failed = new AtomicInteger(), hung = new AtomicInteger();
-    final Map<Integer, AtomicInteger> statuses = new ConcurrentHashMap<>();
-  }
-
-  @BeforeContainer
+  @BeforeAll
   static void startGateway() throws Exception {
     workDir = Files.createTempDirectory("moemesh-fuzz-");
     Path model = workDir.resolve(FuzzInputs.MODEL);
@@ -79,9 +66,10 @@ class GatewayFuzzTest {
         "moemesh.gateway.decode.replicas=127.0.0.1:" + decodePort, "moemesh.gateway.prefill.replicas=127.0.0.1:" + deadPort,
         "moemesh.gateway.max-body-size=" + FuzzInputs.MAX_BODY));
     gateway.awaitReady(DisaggregatedMeshTest.READY);
+    fuzz = new Fuzz(SEED, gateway.httpPort, GatewayFuzzTest::judge);
   }
 
-  @AfterContainer
+  @AfterAll
   static void stopGateway() throws Exception {
     try {
       if (gateway != null) {
@@ -89,7 +77,7 @@ class GatewayFuzzTest {
         assertHealthy();
       }
     } finally {
-      System.out.println(report());
+      if (fuzz != null) System.out.println(fuzz.report());
       if (gateway != null) gateway.close();
       if (decodeStub != null) decodeStub.shutdownNow().awaitTermination(10, TimeUnit.SECONDS);
       if (workDir != null) try (Stream<Path> files = Files.walk(workDir)) {
@@ -98,76 +86,57 @@ class GatewayFuzzTest {
     }
   }
 
-  /** After each property: still serving, still validating, still reaching its replica. */
-  @AfterProperty
+  /** After each category: still serving, still validating, still reaching its replica. */
+  @AfterEach
   void stillHealthy() throws Exception {
     assertThat(gateway.alive()).as("the gateway process is alive").isTrue();
     assertHealthy();
   }
 
-  // ---- the properties, one per category ----
+  // ---- the categories ----
 
-  @Property(seed = "29", tries = TRIES)
-  void chatBodies(@ForAll("chatBody") String body) throws Exception {
-    check("chat/completions bodies", post("/v1/chat/completions", "application/json", FuzzInputs.utf8(body)));
+  @Test
+  void chatBodies() {
+    fuzz.run("chat/completions bodies", CASES, FuzzInputs.chatBody()
+        .map(body -> post("/v1/chat/completions", "application/json", FuzzInputs.utf8(body), false)));
   }
 
-  @Property(seed = "29", tries = TRIES)
-  void completionBodies(@ForAll("completionBody") String body) throws Exception {
-    check("completions bodies", post("/v1/completions", "application/json", FuzzInputs.utf8(body)));
+  @Test
+  void completionBodies() {
+    fuzz.run("completions bodies", CASES, FuzzInputs.completionBody()
+        .map(body -> post("/v1/completions", "application/json", FuzzInputs.utf8(body), false)));
   }
 
-  @Property(seed = "29", tries = 200)
-  void tokenizeBodies(@ForAll("serverRouteBody") Map.Entry<String, String> pathAndBody) throws Exception {
-    RawHttp.Request r = post(pathAndBody.getKey(), "application/json", FuzzInputs.utf8(pathAndBody.getValue()));
-    check("tokenize/detokenize bodies", new RawHttp.Request(r.method(), r.target(), r.headers(), r.body(), true));
+  @Test
+  void tokenizeBodies() {
+    fuzz.run("tokenize/detokenize bodies", 200, FuzzInputs.serverRouteBody()
+        .map(pathAndBody -> post(pathAndBody.getKey(), "application/json", FuzzInputs.utf8(pathAndBody.getValue()), true)));
   }
 
-  @Property(seed = "29", tries = TRIES)
-  void malformedBytes(@ForAll("malformed") RawHttp.Request request) throws Exception {
-    check("malformed bodies", request);
-  }
-
-  @Property(seed = "29", tries = TRIES)
-  void httpLevel(@ForAll("http") RawHttp.Request request) throws Exception {
-    check("HTTP level", request);
-  }
-
-  @Provide
-  Arbitrary<String> chatBody() {
-    return FuzzInputs.chatBody();
-  }
-
-  @Provide
-  Arbitrary<String> completionBody() {
-    return FuzzInputs.completionBody();
-  }
-
-  @Provide
-  Arbitrary<Map.Entry<String, String>> serverRouteBody() {
-    return FuzzInputs.serverRouteBody();
-  }
-
-  @Provide
-  Arbitrary<RawHttp.Request> malformed() {
+  @Test
+  void malformedBytes() {
     // Jackson reads UTF-16 and a BOM too: /tokenize may then answer 200 (chat and completions: the stub's 429)
-    return Combinators.combine(Arbitraries.of(FuzzInputs.POST_PATHS), FuzzInputs.contentType(), FuzzInputs.malformedBody())
-        .as((path, type, body) -> {
-          RawHttp.Request r = post(path, type, body);
-          return new RawHttp.Request(r.method(), r.target(), r.headers(), r.body(), !path.startsWith("/v1/"));
-        });
+    Gen<String> path = Gen.of(FuzzInputs.POST_PATHS);
+    Gen<String> type = FuzzInputs.contentType();
+    Gen<byte[]> body = FuzzInputs.malformedBody();
+    fuzz.run("malformed bodies", CASES, random -> {
+      String p = path.next(random);
+      return post(p, type.next(random), body.next(random), !p.startsWith("/v1/"));
+    });
   }
 
-  @Provide
-  Arbitrary<RawHttp.Request> http() {
-    Arbitrary<byte[]> body = Arbitraries.of("{\"model\":\"tiny\",\"prompt\":\"hi\",\"max_tokens\":2}",
+  @Test
+  void httpLevel() {
+    Gen<byte[]> bodies = Gen.of("{\"model\":\"tiny\",\"prompt\":\"hi\",\"max_tokens\":2}",
         "{\"model\":\"tiny\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}", "{\"prompt\":\"hi\"}", "{}")
-        .map(FuzzInputs::utf8).injectNull(0.5);
-    return Combinators.combine(FuzzInputs.method(), FuzzInputs.target(), FuzzInputs.headers(), body).as((method, target, headers, b) -> {
-      String path = route(target);
+        .map(FuzzInputs::utf8).orNull(0.5);
+    Gen<String> methods = FuzzInputs.method(), targets = FuzzInputs.target();
+    Gen<List<Map.Entry<String, String>>> headers = FuzzInputs.headers();
+    fuzz.run("HTTP level", CASES, random -> {
+      String method = methods.next(random), target = targets.next(random), path = route(target);
       boolean route = method.equals("GET") && FuzzInputs.GET_ROUTES.contains(path)
           || method.equals("POST") && (path.equals("/tokenize") || path.equals("/detokenize"));
-      return new RawHttp.Request(method, target, headers, b, route);
+      return new RawHttp.Request(method, target, headers.next(random), bodies.next(random), route);
     });
   }
 
@@ -185,37 +154,27 @@ class GatewayFuzzTest {
 
   // ---- the oracle ----
 
-  static RawHttp.Request post(String path, String contentType, byte[] body) {
+  /** A POST; {@code maySucceed}: the route can answer 2xx to a valid body (the chat and completion routes cannot, here). */
+  static RawHttp.Request post(String path, String contentType, byte[] body, boolean maySucceed) {
     List<Map.Entry<String, String>> headers = new ArrayList<>();
     if (contentType != null) headers.add(Map.entry("Content-Type", contentType));
-    return new RawHttp.Request("POST", path, headers, body, false);
+    return new RawHttp.Request("POST", path, headers, body, maySucceed);
   }
 
-  /** Sends one case and checks its answer; counts it under {@code category}. */
-  static void check(String category, RawHttp.Request request) throws Exception {
-    Tally tally = TALLIES.computeIfAbsent(category, c -> new Tally());
-    tally.tried.incrementAndGet();
+  /** Sends one case and judges its answer. */
+  static Fuzz.Verdict judge(RawHttp.Request request) {
     RawHttp.Answer answer;
     try {
       answer = RawHttp.send(gateway.httpPort, request, ANSWER);
     } catch (RawHttp.NoAnswer hang) {
-      tally.hung.incrementAndGet();
-      throw new AssertionError("no answer within " + ANSWER + " (" + hang.getMessage() + ")");
+      return new Fuzz.Verdict(Fuzz.Outcome.HUNG, 0, "no answer within " + ANSWER + " (" + hang.getMessage() + ")");
     } catch (IOException e) {
-      tally.failed.incrementAndGet();
-      throw new AssertionError("no HTTP answer: " + e);
+      return new Fuzz.Verdict(Fuzz.Outcome.FAILED, 0, "no HTTP answer: " + e);
     }
-    tally.statuses.computeIfAbsent(answer.status(), s -> new AtomicInteger()).incrementAndGet();
-    if (knownGap(request, answer)) {
-      tally.knownGap.incrementAndGet();
-      return;
-    }
+    if (knownGap(request, answer)) return new Fuzz.Verdict(Fuzz.Outcome.KNOWN_GAP, answer.status(), null);
     String problem = problem(request, answer);
-    if (problem != null) {
-      tally.failed.incrementAndGet();
-      throw new AssertionError(problem + "\nanswer: " + answer);
-    }
-    tally.passed.incrementAndGet();
+    return problem == null ? new Fuzz.Verdict(Fuzz.Outcome.PASSED, answer.status(), null)
+        : new Fuzz.Verdict(Fuzz.Outcome.FAILED, answer.status(), problem + "\nanswer: " + answer);
   }
 
   /**
@@ -248,7 +207,7 @@ class GatewayFuzzTest {
     int status = answer.status();
     boolean head = request.method().equals("HEAD");
     if (status / 100 == 2) {
-      if (!request.maySucceed()) return "a " + status + " for a request that cannot succeed";
+      if (!request.maySucceed()) return streamedRefusalProblem(answer);
       if (answer.body().length == 0) return null; // /health: 200 and no body, as vLLM's
       return head || isJsonObject(answer) ? null : "a " + status + " whose body is not a JSON object";
     }
@@ -262,14 +221,43 @@ class GatewayFuzzTest {
     } catch (IOException e) {
       return "the body is not JSON: " + e.getMessage();
     }
+    String shape = errorShapeProblem(root);
+    if (shape != null) return shape;
+    if (status == 429 && !root.get("error").get("message").asText().contains(REFUSAL)) return "a 429 that did not come from the decode stub";
+    return null;
+  }
+
+  /** What is wrong with {@code root} as OpenAI's {@code {"error": {"message", "type", "param", "code"}}}, or null. */
+  static String errorShapeProblem(JsonNode root) {
     JsonNode error = root == null ? null : root.get("error");
     if (error == null || !error.isObject()) return "no \"error\" object";
     if (!error.path("message").isTextual() || error.path("message").asText().isEmpty()) return "error.message is not a non-empty string";
     if (!error.path("type").isTextual()) return "error.type is not a string";
     if (!error.has("param") || !(error.get("param").isNull() || error.get("param").isTextual())) return "error.param is not null or a string";
     if (!error.has("code") || !(error.get("code").isNull() || error.get("code").isTextual())) return "error.code is not null or a string";
-    if (status == 429 && !error.get("message").asText().contains(REFUSAL)) return "a 429 that did not come from the decode stub";
     return null;
+  }
+
+  /**
+   * What is wrong with a 2xx to a request that cannot succeed here, or null if it is the stub's refusal of a valid
+   * stream: an admitted stream's status line and headers go out at once (docs/reliability.md), so the refusal that is
+   * otherwise a 429 ends the stream as an error event in OpenAI's shape.
+   */
+  static String streamedRefusalProblem(RawHttp.Answer answer) {
+    String type = answer.header("Content-Type");
+    if (type == null || !type.startsWith("text/event-stream")) return "a " + answer.status() + " for a request that cannot succeed";
+    List<String> events = Stream.of(answer.text().split("\n\n")).filter(e -> e.startsWith("data: "))
+        .map(e -> e.substring("data: ".length())).filter(data -> !data.equals("[DONE]")).toList();
+    if (events.isEmpty()) return "a stream without events for a request that cannot succeed";
+    JsonNode last;
+    try {
+      last = JSON.readTree(events.getLast());
+    } catch (IOException e) {
+      return "the stream's last event is not JSON: " + e.getMessage();
+    }
+    String shape = errorShapeProblem(last);
+    if (shape != null) return "the stream's last event: " + shape;
+    return last.get("error").get("message").asText().contains(REFUSAL) ? null : "a stream that ended in an error not from the decode stub";
   }
 
   private static boolean isJsonObject(RawHttp.Answer answer) {
@@ -286,28 +274,9 @@ class GatewayFuzzTest {
     RawHttp.Answer health = RawHttp.send(gateway.httpPort, new RawHttp.Request("GET", "/health", List.of(), null, true), ANSWER);
     assertThat(health.status()).as("/health").isEqualTo(200);
     RawHttp.Answer valid = RawHttp.send(gateway.httpPort, post("/v1/chat/completions", "application/json",
-        FuzzInputs.utf8("{\"model\":\"tiny\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":2}")), ANSWER);
+        FuzzInputs.utf8("{\"model\":\"tiny\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":2}"), false), ANSWER);
     assertThat(valid.status()).as("a valid request: %s", valid).isEqualTo(429);
     assertThat(valid.text()).contains(REFUSAL);
-  }
-
-  /** The per-category table (cases tried, passed, failed, hung) and the statuses seen. */
-  static String report() {
-    StringBuilder s = new StringBuilder("\nGateway fuzz test (seed 29):\n\n| category | tried | passed (JSON 4xx/503, or 2xx where valid) | known gap (empty 400/414/431 before routing) | failed | hung | statuses |\n|---|---|---|---|---|---|---|\n");
-    int[] total = new int[5];
-    for (var e : new TreeMap<>(TALLIES).entrySet()) {
-      Tally t = e.getValue();
-      s.append("| ").append(e.getKey()).append(" | ").append(t.tried).append(" | ").append(t.passed).append(" | ")
-          .append(t.knownGap).append(" | ").append(t.failed).append(" | ").append(t.hung).append(" | ")
-          .append(new TreeMap<>(t.statuses)).append(" |\n");
-      total[0] += t.tried.get();
-      total[1] += t.passed.get();
-      total[2] += t.knownGap.get();
-      total[3] += t.failed.get();
-      total[4] += t.hung.get();
-    }
-    return s.append("| all | ").append(total[0]).append(" | ").append(total[1]).append(" | ").append(total[2]).append(" | ")
-        .append(total[3]).append(" | ").append(total[4]).append(" | |\n").toString();
   }
 
   /** A decode replica that is reachable (answers Load) and refuses every generation. */

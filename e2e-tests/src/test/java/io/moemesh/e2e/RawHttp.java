@@ -31,7 +31,18 @@ final class RawHttp {
       return new Request(method, target, more, body, maySucceed);
     }
 
-    /** What a failing case prints (after shrinking): long parts cut, control and non-ASCII bytes escaped. */
+    /** The bytes sent to {@code port}: what a failing case is written out as, to replay it exactly. */
+    byte[] bytes(int port) {
+      ByteArrayOutputStream out = new ByteArrayOutputStream();
+      latin1(out, method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1:" + port + "\r\n");
+      for (var h : headers) latin1(out, h.getKey() + ": " + h.getValue() + "\r\n");
+      if (body != null) latin1(out, "Content-Length: " + body.length + "\r\n");
+      latin1(out, "Connection: close\r\n\r\n");
+      if (body != null) out.writeBytes(body);
+      return out.toByteArray();
+    }
+
+    /** What a failing case prints: long parts cut, control and non-ASCII bytes escaped. */
     @Override
     public String toString() {
       StringBuilder s = new StringBuilder(method).append(' ').append(cut(target, 200));
@@ -70,15 +81,9 @@ final class RawHttp {
     long end = System.nanoTime() + deadline.toNanos();
     try (Socket socket = new Socket()) {
       socket.connect(new InetSocketAddress("127.0.0.1", port), (int) deadline.toMillis());
-      ByteArrayOutputStream head = new ByteArrayOutputStream();
-      latin1(head, request.method() + " " + request.target() + " HTTP/1.1\r\nHost: 127.0.0.1:" + port + "\r\n");
-      for (var h : request.headers()) latin1(head, h.getKey() + ": " + h.getValue() + "\r\n");
-      if (request.body() != null) latin1(head, "Content-Length: " + request.body().length + "\r\n");
-      latin1(head, "Connection: close\r\n\r\n");
       OutputStream out = socket.getOutputStream();
       try {
-        out.write(head.toByteArray());
-        if (request.body() != null) out.write(request.body());
+        out.write(request.bytes(port));
         out.flush();
       } catch (IOException closedEarly) {
         // a server may answer (413, 431) and close before it read everything: read what it said
