@@ -25,6 +25,7 @@ final class Request {
   String error;
   final Sampler drafter; // speculative decoding's draft sampler (its own random stream), or null when this request does not propose
   List<Sampler.Draft> drafts = List.of(); // proposed after the last token, to verify in the next step
+  int numDraftTokens, numAcceptedDraftTokens; // verified and accepted so far, for its usage
   private int[] tokens; // prompt then output; the first numTokens are valid
   private int numTokens;
   private final List<SampledToken> unsent = new ArrayList<>();
@@ -117,7 +118,7 @@ final class Request {
   }
 
   Usage usage() {
-    return new Usage(numPromptTokens(), numOutputTokens(), numCachedPromptTokens);
+    return new Usage(numPromptTokens(), numOutputTokens(), numCachedPromptTokens, numDraftTokens, numAcceptedDraftTokens);
   }
 
   RequestOutput output() {

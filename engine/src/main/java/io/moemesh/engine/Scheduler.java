@@ -305,7 +305,7 @@ public final class Scheduler {
       }
       boolean inPrompt = r.numComputedTokens < r.numPromptTokens(); // only prompt pages are cached: a decode chunk adds none
       r.numComputedTokens += chunk.numTokens() - drafts + accepted.size(); // rejected drafts' KV is dropped
-      if (drafts > 0) countVerification(drafts, accepted.size());
+      if (drafts > 0) countVerification(r, drafts, accepted.size());
       if (!chunk.samples()) {
         if (inPrompt) kv.cacheFullPages(r.id(), r.allTokens(), Math.min(r.numComputedTokens, r.numPromptTokens()));
         continue;
@@ -330,7 +330,9 @@ public final class Scheduler {
     return outputs;
   }
 
-  private void countVerification(int drafts, int accepted) {
+  private void countVerification(Request r, int drafts, int accepted) {
+    r.numDraftTokens += drafts;
+    r.numAcceptedDraftTokens += accepted;
     numDrafts++;
     numDraftTokens += drafts;
     numAcceptedTokens += accepted;
