@@ -72,7 +72,7 @@ await_mesh() {
 }
 
 cmd_up() {
-  local model='' replicas=2 prefills=1 stores=1 port=8000 host=127.0.0.1 detach=0 precision=int8 single=0 threads='' shards=2 shared='' redundant=2 balance=60s
+  local model='' replicas=2 prefills=1 stores=1 port=8000 host=127.0.0.1 detach=0 precision=int8 single=0 threads='' shards=2 shared='' redundant=2 balance=60s speculative=0
   while (($#)); do
     case $1 in
       --model) model=${2:?--model needs a directory}; shift 2 ;;
@@ -87,6 +87,7 @@ cmd_up() {
       --shared-experts) shared=${2:?--shared-experts needs local or remote}; shift 2 ;;
       --redundant-slots) redundant=${2:?--redundant-slots needs a number}; shift 2 ;;
       --balance-every) balance=${2:?--balance-every needs a duration, e.g. 60s (0 = off)}; shift 2 ;;
+      --speculative-tokens) speculative=${2:?--speculative-tokens needs a number (0 = off)}; shift 2 ;;
       --single) single=1; shift ;;
       --detach) detach=1; shift ;;
       *) die_usage "up: unknown option '$1'" ;;
@@ -99,6 +100,7 @@ cmd_up() {
   [[ -z $threads || $threads =~ ^[1-9][0-9]*$ ]] || die_usage "up: --threads must be a positive number, got '$threads'"
   [[ $shards =~ ^[0-9]+$ ]] || die_usage "up: --routed-shards must be a number (0: experts in the engines), got '$shards'"
   [[ $redundant =~ ^[0-9]+$ ]] || die_usage "up: --redundant-slots must be a number, got '$redundant'"
+  [[ $speculative =~ ^[0-9]+$ ]] || die_usage "up: --speculative-tokens must be a number (0 = off), got '$speculative'"
   [[ $balance =~ ^[0-9]+(ms|s|m|h)?$ ]] || die_usage "up: --balance-every must be a duration such as 60s or 0, got '$balance'"
   [[ -n $shared ]] || { ((shards > 0)) && shared=remote || shared=local; } # the shared experts go where the routed go
   [[ $shared == local || $shared == remote ]] || die_usage "up: --shared-experts must be local or remote, got '$shared'"
@@ -132,7 +134,8 @@ cmd_up() {
   prefill_threads=${threads:-$cores}
   decode_threads=${threads:-$((single ? cores : cores / replicas))}
   ((decode_threads >= 1)) || decode_threads=1
-  local engine=("moemesh.engine.model-dir=$model" "moemesh.engine.precision=$precision")
+  # prefill and decode alike: a prefill with speculation on hands the MTP layer's KV and the first draft to decode
+  local engine=("moemesh.engine.model-dir=$model" "moemesh.engine.precision=$precision" "moemesh.engine.speculative-tokens=$speculative")
   ((detach)) || trap 'stop_mesh; exit 130' INT TERM
   # Expert parallelism: the prefill and decode replicas' MoE layers run on routed shards (+ a shared-expert service).
   local remote=() shard_list='' expert=("moemesh.expert.model-dir=$model" "moemesh.expert.precision=$precision" \
@@ -177,11 +180,13 @@ cmd_up() {
     stop_mesh
     exit 1
   fi
+  local spec_note=''
+  ((speculative == 0)) || spec_note=", MTP speculative decoding k=$speculative"
   local shape="${prefills} prefill and ${replicas} decode replica(s), ${stores} kv-store(s)"
   ((single)) && shape="one decode process that computes the prompts too (--single)"
   ((shards == 0)) || shape+=", $shards routed-expert shard(s) ($redundant redundant slots, rebalanced every $balance), shared experts $shared"
   cat <<MSG
-moemesh: the mesh is up on $(basename "$model") ($precision; kernel threads: $prefill_threads per prefill, $decode_threads per decode engine): gateway, $shape
+moemesh: the mesh is up on $(basename "$model") ($precision$spec_note; kernel threads: $prefill_threads per prefill, $decode_threads per decode engine): gateway, $shape
   OpenAI API   http://$host:$port/v1
   logs         $MESH_LOGS
   try          curl -s http://localhost:$port/v1/chat/completions -H 'Content-Type: application/json' \\

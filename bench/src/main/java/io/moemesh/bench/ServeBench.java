@@ -22,6 +22,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 public final class ServeBench {
   static final Duration REQUEST_TIMEOUT = Duration.ofMinutes(30);
+  static final Duration METRICS_TIMEOUT = Duration.ofSeconds(10);
 
   private ServeBench() {}
 
@@ -68,16 +69,19 @@ public final class ServeBench {
     ServeStats stats = ServeStats.of(result.results(), result.durationSeconds());
     List<String> errors = distinctErrors(result.results());
     errors.forEach(e -> progress.log("failed: %s", e));
-    System.out.print(ServeReport.table(options, model, stats));
-    if (options.json() != null) ServeReport.writeJson(options.json(), ServeReport.json(options, model, stats, errors));
+    System.out.print(ServeReport.table(options, model, stats, result.speculation()));
+    if (options.json() != null) ServeReport.writeJson(options.json(), ServeReport.json(options, model, stats, errors, result.speculation()));
     if (stats.completed() == 0) throw new IllegalStateException("no request completed");
   }
 
-  /** The measured requests' results (in prompt order) and the run's wall-clock seconds. */
-  record Result(List<RequestResult> results, double durationSeconds) {}
+  /**
+   * The measured requests' results (in prompt order), the run's wall-clock seconds, and the speculative decoding
+   * counters the {@code --spec-metrics} replicas gained meanwhile (null when none are given).
+   */
+  record Result(List<RequestResult> results, double durationSeconds, SpecDecodeCounts speculation) {}
 
   /** Warm-up requests, then the measured ones; prompts are drawn from {@code ids} with the options' seed. */
-  static Result run(ServeOptions o, ServeClient client, int[] ids, Progress progress) throws InterruptedException {
+  static Result run(ServeOptions o, ServeClient client, int[] ids, Progress progress) throws InterruptedException, IOException {
     int[] prefix = o.prefixLen() == 0 ? new int[0] : RandomPrompts.draw(ids, 1, o.prefixLen(), o.seed() * 31 + 17).getFirst();
     if (o.warmup() > 0) {
       progress.log("warm-up: %d request(s) of %d prompt tokens, %d output tokens, %d at once", o.warmup(), o.prefixLen() + o.inputLen(),
@@ -89,9 +93,12 @@ public final class ServeBench {
     }
     progress.log("%d request(s) to %s, %d at once", o.numPrompts(), o.endpoint(), o.concurrency());
     List<int[]> prompts = RandomPrompts.withPrefix(prefix, RandomPrompts.draw(ids, o.numPrompts(), o.inputLen(), o.seed()));
+    SpecDecodeCounts before = o.specMetrics().isEmpty() ? null : SpecDecodeCounts.scrape(o.specMetrics(), METRICS_TIMEOUT);
     long start = System.nanoTime();
     List<RequestResult> results = sendAll(client, prompts, o.outputLen(), o.concurrency(), progress);
-    return new Result(results, ServeClient.seconds(start, System.nanoTime()));
+    double seconds = ServeClient.seconds(start, System.nanoTime());
+    SpecDecodeCounts speculation = before == null ? null : SpecDecodeCounts.scrape(o.specMetrics(), METRICS_TIMEOUT).minus(before);
+    return new Result(results, seconds, speculation);
   }
 
   /** Every prompt through {@code client}, {@code concurrency} at once: each worker takes the next prompt when free. */

@@ -15,6 +15,11 @@ final class ServeReport {
   private ServeReport() {}
 
   static String table(ServeOptions o, String model, ServeStats s) {
+    return table(o, model, s, null);
+  }
+
+  /** With {@code speculation} (null: none), the measured requests' draft acceptance on the decode replicas. */
+  static String table(ServeOptions o, String model, ServeStats s, SpecDecodeCounts speculation) {
     var sb = new StringBuilder();
     line(sb, "model", model);
     line(sb, "url", o.endpoint().toString());
@@ -29,6 +34,11 @@ final class ServeReport {
     line(sb, "request throughput (req/s)", fixed(s.requestThroughput(), 3));
     line(sb, "output token throughput (tok/s)", fixed(s.outputThroughput(), 1));
     line(sb, "total token throughput (tok/s)", fixed(s.totalTokenThroughput(), 1));
+    if (speculation != null) {
+      line(sb, "spec decode drafts (draft tokens)", fixed(speculation.drafts(), 0) + " (" + fixed(speculation.draftTokens(), 0) + ")");
+      line(sb, "spec decode acceptance rate", fixed(speculation.acceptanceRate(), 3));
+      line(sb, "spec decode mean acceptance length", fixed(speculation.meanAcceptanceLength(), 2));
+    }
     sb.append(String.format(Locale.ROOT, "%n%-8s %6s %10s %10s %10s %10s%n", "ms", "count", "mean", "p50", "p90", "p99"));
     row(sb, "TTFT", s.ttft());
     row(sb, "TPOT", s.tpot());
@@ -51,6 +61,10 @@ final class ServeReport {
   }
 
   static ObjectNode json(ServeOptions o, String model, ServeStats s, List<String> errors) {
+    return json(o, model, s, errors, null);
+  }
+
+  static ObjectNode json(ServeOptions o, String model, ServeStats s, List<String> errors, SpecDecodeCounts speculation) {
     ObjectNode root = JSON.createObjectNode()
         .put("date", java.time.Instant.now().toString())
         .put("backend", "openai-completions")
@@ -74,6 +88,12 @@ final class ServeReport {
     figure(root, "tpot", s.tpot());
     figure(root, "itl", s.itl());
     figure(root, "e2el", s.e2el());
+    if (speculation != null) {
+      root.put("spec_decode_num_drafts", speculation.drafts()).put("spec_decode_num_draft_tokens", speculation.draftTokens())
+          .put("spec_decode_num_accepted_tokens", speculation.acceptedTokens());
+      put(root, "spec_decode_acceptance_rate", speculation.acceptanceRate());
+      put(root, "spec_decode_acceptance_length", speculation.meanAcceptanceLength());
+    }
     var e = root.putArray("errors");
     errors.forEach(e::add);
     return root;

@@ -16,6 +16,7 @@ import io.moemesh.engine.ScheduledChunk;
 import io.moemesh.engine.Scheduler;
 import io.moemesh.engine.SchedulerConfig;
 import io.moemesh.engine.SchedulerOutput;
+import io.moemesh.engine.SpecDecodeStats;
 import io.moemesh.engine.cli.DemoModels;
 import io.moemesh.engine.kv.KvCacheManager;
 import io.moemesh.kernels.NativeKernels;
@@ -40,7 +41,9 @@ import java.util.SplittableRandom;
  * </pre>
  * averaged over the steps where all B requests decode together, the triad taken right before and after those steps.
  * {@code --micro-batch-threshold T} runs steps of at least T tokens as two overlapped micro-batches (0 = never;
- * default as the engine's).
+ * default as the engine's). {@code --speculative-tokens K} decodes with K MTP drafts per request and step: a step then
+ * delivers 1 to K + 1 tokens per request, so decode tokens/s, time per output token and the roofline count the tokens
+ * the full-batch steps delivered, and the drafts' acceptance is reported.
  */
 public final class ThroughputBench {
   static final java.time.Duration WARM_UP = java.time.Duration.ofSeconds(15);
@@ -50,16 +53,18 @@ public final class ThroughputBench {
   static final String USAGE = """
       usage: bin/moemesh bench throughput [--model DIR] [--precision exact|bf16|int8] [--batch B1,B2,...]
                                           [--input-len I] [--output-len O] [--threads T] [--micro-batch-threshold M]
-                                          [--profile] [--json FILE]
+                                          [--speculative-tokens K] [--profile] [--json FILE]
         B requests of I prompt tokens and O output tokens through the engine at once, for each batch size B:
         prefill and decode tokens/s, time per output token, and decode against the memory roofline of its steps
         (triad bandwidth measured right before and after). --profile: where a full-batch decode step's time goes, and a
         step computing prompt tokens, per kernel op, each against its speed of light (its bytes at triad bandwidth or its multiply-adds at the
-        measured INT8 and BF16 peaks, whichever is longer). Defaults: the bench demo model, int8, B = 1,8,32,64, I = 512, O = 128, T = every core, M = the
-        engine's (never split).""";
+        measured INT8 and BF16 peaks, whichever is longer). --speculative-tokens K: K MTP drafts per request and step
+        (speculative decoding); decode figures count the tokens delivered, and the drafts' acceptance is reported.
+        Defaults: the bench demo model, int8, B = 1,8,32,64, I = 512, O = 128, T = every core, M = the engine's (never
+        split), K = 0 (off).""";
 
   record Settings(Path dir, Precision precision, int[] batches, int inputLen, int outputLen, int threads, String json,
-      boolean profile, int microBatchThreshold) {
+      boolean profile, int microBatchThreshold, int speculativeTokens) {
     static Settings of(BenchOptions o) {
       String model = o.value("--model", null);
       Precision precision = Precision.parse(o.value("--precision", "int8"));
@@ -71,12 +76,12 @@ public final class ThroughputBench {
       int microBatchThreshold = nonNegative("--micro-batch-threshold",
           o.value("--micro-batch-threshold", String.valueOf(DeepseekRunner.DEFAULT_MICRO_BATCH_THRESHOLD)));
       return new Settings(model != null ? Path.of(model) : null, precision, batches, inputLen, outputLen, threads,
-          o.value("--json", null), o.flag("--profile"), microBatchThreshold);
+          o.value("--json", null), o.flag("--profile"), microBatchThreshold, nonNegative("--speculative-tokens", o.value("--speculative-tokens", "0")));
     }
   }
 
   static final Set<String> VALUES = Set.of("--model", "--precision", "--batch", "--input-len", "--output-len", "--threads",
-      "--json", "--micro-batch-threshold");
+      "--json", "--micro-batch-threshold", "--speculative-tokens");
   static final Set<String> FLAGS = Set.of("--profile");
 
   public static void main(String[] argv) throws Exception {
@@ -87,6 +92,7 @@ public final class ThroughputBench {
     Precision precision = s.precision();
     int[] batches = s.batches();
     int inputLen = s.inputLen(), outputLen = s.outputLen(), threads = s.threads(), microBatchThreshold = s.microBatchThreshold();
+    int k = s.speculativeTokens();
     String json = s.json();
     boolean profile = s.profile();
     Path dir = s.dir() != null ? s.dir() : DemoModels.ensure("bench");
@@ -99,23 +105,30 @@ public final class ThroughputBench {
       double int8Peak = profile ? Peaks.int8Gops(nativeKernels) : 0, bf16Peak = profile ? Peaks.bf16Gops(nativeKernels) : 0;
       DeepseekModel measured = profile ? m.withKernels(profiler) : m;
       String shape = dir.getFileName() + " " + precision.name().toLowerCase() + ", in " + inputLen + ", out " + outputLen
-          + ", micro-batches from " + (microBatchThreshold == 0 ? "never" : microBatchThreshold + " tokens");
+          + ", micro-batches from " + (microBatchThreshold == 0 ? "never" : microBatchThreshold + " tokens")
+          + (k == 0 ? "" : ", MTP k=" + k);
       for (int b : batches) {
         StepProfiles profiles = profiler != null ? new StepProfiles(profiler) : null;
-        Result r = measure(measured, b, inputLen, outputLen, microBatchThreshold, profiles, progress, WARM_UP, () -> triadGbps(triad, threads));
-        double bandwidth = Math.max(r.triadBefore(), r.triadAfter()), roofline = b * bandwidth * 1e9 / r.bytesPerDecodeStep();
+        Result r = measure(measured, b, inputLen, outputLen, microBatchThreshold, k, profiles, progress, WARM_UP, () -> triadGbps(triad, threads));
+        double bandwidth = Math.max(r.triadBefore(), r.triadAfter());
+        double roofline = b * r.tokensPerRequestStep() * bandwidth * 1e9 / r.bytesPerDecodeStep(); // the tokens its steps deliver
         results.add(new Measurement("triad", StreamTriad.shape(), threads, bandwidth, "GB/s", null, null,
             String.format("best of 8 just before and 8 just after the run (%.1f and %.1f)", r.triadBefore(), r.triadAfter())));
         results.add(new Measurement("decode_b" + b, shape, threads, r.decodeTokensPerSecond(), "tok/s",
             r.decodeTokensPerSecond() / roofline, "roofline", "median of " + r.decodeSteps() + " full-batch steps"));
-        results.add(new Measurement("tpot_b" + b, shape, threads, r.secondsPerDecodeStep() * 1e3, "ms", null, null,
-            "median of " + r.decodeSteps() + " full-batch steps"));
+        results.add(new Measurement("tpot_b" + b, shape, threads, r.secondsPerOutputToken() * 1e3, "ms", null, null,
+            "median of " + r.decodeSteps() + " full-batch steps" + (k == 0 ? "" : String.format(java.util.Locale.ROOT,
+                " over %.2f tokens a request gains a step", r.tokensPerRequestStep()))));
+        if (k > 0)
+          results.add(new Measurement("spec_acceptance_b" + b, shape, threads, r.speculation().acceptanceRate(), "accepted/draft", null, null,
+              String.format(java.util.Locale.ROOT, "%d of %d draft tokens, per position %s", r.speculation().numAcceptedTokens(),
+                  r.speculation().numDraftTokens(), Arrays.toString(r.speculation().acceptedPerPosition()))));
         results.add(new Measurement("prefill_b" + b, shape, threads, r.prefillTokensPerSecond(), "tok/s", null, null,
             "until every request has its first token"));
         progress.log("batch %d: prefill %.0f tok/s, decode %.1f tok/s (%.2f of a %.1f tok/s roofline: %d MiB/step at %.0f GB/s, "
             + "the triad's best of %.0f before and %.0f after), TPOT %.1f ms", b, r.prefillTokensPerSecond(), r.decodeTokensPerSecond(),
             r.decodeTokensPerSecond() / roofline, roofline, r.bytesPerDecodeStep() >> 20, bandwidth, r.triadBefore(), r.triadAfter(),
-            r.secondsPerDecodeStep() * 1e3);
+            r.secondsPerOutputToken() * 1e3);
         if (profiles != null) {
           var light = new SpeedOfLight(bandwidth, int8Peak, bf16Peak);
           System.out.println("full-batch decode step profile, batch " + b + ", " + threads + " thread(s) (mean of " + r.decodeSteps() + " steps):");
@@ -144,12 +157,24 @@ public final class ThroughputBench {
     return triad.bytesPerPass() / triad.bestSeconds(threads, 8, 2) / 1e9;
   }
 
-  /** A measured run; {@code triadBefore} and {@code triadAfter} GB/s, taken right before and after it. */
-  record Result(double prefillTokensPerSecond, double decodeTokensPerSecond, double secondsPerDecodeStep, long bytesPerDecodeStep,
-      int decodeSteps, double decodeSecondsTotal, double triadBefore, double triadAfter) {
+  /**
+   * A measured run; {@code triadBefore} and {@code triadAfter} GB/s, taken right before and after it.
+   *
+   * @param decodeTokensPerSecond tokens the full-batch decode steps delivered, per second of their median
+   * @param secondsPerDecodeStep the median full-batch decode step
+   * @param tokensPerRequestStep tokens a request gained per full-batch step, on average (1 without speculation)
+   * @param speculation the measured run's draft counts ({@link SpecDecodeStats#NONE} without speculation)
+   */
+  record Result(double prefillTokensPerSecond, double decodeTokensPerSecond, double secondsPerDecodeStep, double tokensPerRequestStep,
+      long bytesPerDecodeStep, int decodeSteps, double decodeSecondsTotal, SpecDecodeStats speculation, double triadBefore, double triadAfter) {
     Result withTriad(double before, double after) {
-      return new Result(prefillTokensPerSecond, decodeTokensPerSecond, secondsPerDecodeStep, bytesPerDecodeStep, decodeSteps,
-          decodeSecondsTotal, before, after);
+      return new Result(prefillTokensPerSecond, decodeTokensPerSecond, secondsPerDecodeStep, tokensPerRequestStep, bytesPerDecodeStep,
+          decodeSteps, decodeSecondsTotal, speculation, before, after);
+    }
+
+    /** Time per output token: a step's time over the tokens each request gains in it. */
+    double secondsPerOutputToken() {
+      return secondsPerDecodeStep / tokensPerRequestStep;
     }
   }
 
@@ -159,32 +184,34 @@ public final class ThroughputBench {
    * roofline is measured next to the steps it judges. {@code profiles} (null: none) takes the measured run's
    * full-batch decode steps and its steps with prompt tokens apart.
    */
-  static Result measure(DeepseekModel model, int batch, int inputLen, int outputLen, int microBatchThreshold, StepProfiles profiles,
-      Progress progress, java.time.Duration warmUp, Bandwidth triad) throws InterruptedException {
-    int pageSize = 16, pagesPerRequest = (inputLen + outputLen + pageSize - 1) / pageSize;
+  static Result measure(DeepseekModel model, int batch, int inputLen, int outputLen, int microBatchThreshold, int speculativeTokens,
+      StepProfiles profiles, Progress progress, java.time.Duration warmUp, Bandwidth triad) throws InterruptedException {
+    int pageSize = 16, pagesPerRequest = (inputLen + outputLen + speculativeTokens + pageSize - 1) / pageSize; // + drafts and lookahead
     var kvConfig = new KvCacheConfig(batch * pagesPerRequest + 1, pageSize, false);
     var experts = new CountingExperts(model.localExperts());
     long kvBytesPerToken = (long) model.config().latentDim() * model.precision().kvCacheDType().byteSize() * model.config().numHiddenLayers();
-    try (var runner = new DeepseekRunner(model, experts, kvConfig, KvConnector.NONE, null, microBatchThreshold)) {
+    try (var runner = new DeepseekRunner(model, experts, kvConfig, KvConnector.NONE, null, microBatchThreshold, speculativeTokens)) {
       // warm-up runs for at least warmUp, so the JIT is done with the step's code: measured while it still compiled, a
       // first batch of 1 ran at half speed (the compiler threads take the cores the kernels use)
       long warmUpEnd = System.nanoTime() + warmUp.toNanos();
       do {
-        run(model, new TimedRunner(runner, experts, batch, kvBytesPerToken, null), kvConfig, batch, Math.min(inputLen, 128), Math.min(outputLen, 64), null);
+        run(model, new TimedRunner(runner, experts, batch, kvBytesPerToken, null), kvConfig, speculativeTokens, batch, Math.min(inputLen, 128),
+            Math.min(outputLen, 64), null);
       } while (System.nanoTime() < warmUpEnd);
       double before = triad.gbps();
       if (profiles != null) profiles.profiler.reset();
-      Result r = run(model, new TimedRunner(runner, experts, batch, kvBytesPerToken, profiles), kvConfig, batch, inputLen, outputLen, progress);
+      Result r = run(model, new TimedRunner(runner, experts, batch, kvBytesPerToken, profiles), kvConfig, speculativeTokens, batch, inputLen,
+          outputLen, progress);
       return r.withTriad(before, triad.gbps());
     }
   }
 
   /** Runs {@code batch} requests to completion through an engine core driven on this thread. */
-  static Result run(DeepseekModel model, TimedRunner timed, KvCacheConfig kvConfig, int batch, int inputLen, int outputLen,
-      Progress progress) {
+  static Result run(DeepseekModel model, TimedRunner timed, KvCacheConfig kvConfig, int speculativeTokens, int batch, int inputLen,
+      int outputLen, Progress progress) {
     var kv = new KvCacheManager(kvConfig.numPages(), kvConfig.pageSize(), model.modelId(), false);
     var scheduler = new Scheduler(new SchedulerConfig(Math.max(2048, batch), batch, SchedulerConfig.Policy.FCFS, true), kv,
-        ModelLimits.of(model.config()));
+        ModelLimits.of(model.config()), speculativeTokens);
     var core = new EngineCore(scheduler, timed, kv); // not closed: the runner outlives it
     var random = new SplittableRandom(batch);
     // ordinary ids: past the special tokens at the start of a vocabulary, within a small model's
@@ -206,11 +233,16 @@ public final class ThroughputBench {
       }
     }
     double prefillSeconds = (allStarted - start) / 1e9, step = timed.medianSeconds();
-    return new Result(batch * (double) inputLen / prefillSeconds, batch / step, step, model.denseWeightBytes() + timed.meanBytes(),
-        timed.stepSeconds.size(), timed.stepSeconds.stream().mapToDouble(Double::doubleValue).sum(), Double.NaN, Double.NaN);
+    double tokensPerRequestStep = (double) timed.delivered / timed.stepSeconds.size() / batch;
+    return new Result(batch * (double) inputLen / prefillSeconds, batch * tokensPerRequestStep / step, step, tokensPerRequestStep,
+        model.denseWeightBytes() + timed.meanBytes(), timed.stepSeconds.size(), timed.stepSeconds.stream().mapToDouble(Double::doubleValue).sum(),
+        core.stats().speculation(), Double.NaN, Double.NaN);
   }
 
-  /** Times the runner's steps in which all {@code batch} requests decode one token each. */
+  /**
+   * Times the runner's steps in which all {@code batch} requests decode (each its last token, plus its drafts with
+   * speculation), and counts the tokens they delivered.
+   */
   private static final class TimedRunner implements ModelRunner {
     final ModelRunner runner;
     final CountingExperts experts;
@@ -219,6 +251,7 @@ public final class ThroughputBench {
     final StepProfiles profiles; // null: none
     final List<Double> stepSeconds = new ArrayList<>();
     long bytes; // routed experts + KV, summed over timed steps
+    long delivered; // tokens the timed steps gave their requests: accepted drafts + the sampled token
 
     TimedRunner(ModelRunner runner, CountingExperts experts, int batch, long kvBytesPerToken, StepProfiles profiles) {
       this.runner = runner;
@@ -231,7 +264,7 @@ public final class ThroughputBench {
     @Override
     public RunnerOutput execute(SchedulerOutput plan) {
       boolean fullDecode = plan.chunks().size() == batch
-          && plan.chunks().stream().allMatch(c -> c.numTokens() == 1 && c.startPosition() >= c.numPromptTokens());
+          && plan.chunks().stream().allMatch(c -> c.numTokens() == 1 + c.numDraftTokens() && c.startPosition() >= c.numPromptTokens());
       experts.takeRoutedBytes();
       long t0 = System.nanoTime();
       RunnerOutput out = runner.execute(plan);
@@ -245,7 +278,10 @@ public final class ThroughputBench {
       if (fullDecode) {
         stepSeconds.add((t1 - t0) / 1e9);
         bytes += routed;
-        for (ScheduledChunk c : plan.chunks()) bytes += (c.startPosition() + 1L) * kvBytesPerToken;
+        for (ScheduledChunk c : plan.chunks()) {
+          bytes += (c.startPosition() + 1L) * kvBytesPerToken;
+          if (out.sampled().containsKey(c.requestId())) delivered += 1 + out.acceptedOf(c.requestId()).size();
+        }
       }
       return out;
     }

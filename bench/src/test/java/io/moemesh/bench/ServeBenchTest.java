@@ -136,7 +136,9 @@ class ServeBenchTest {
           "--output-len", "16", "--json", "out/s.json", "--model-name", "small", "--tokenizer", "/m", "--seed", "3", "--warmup", "0",
           "--prefix-len", "512");
       assertThat(o).isEqualTo(new ServeOptions(URI.create("http://h:1/v1/completions"), 4, 10, 2000, 512, 16, Path.of("out/s.json"),
-          "small", Path.of("/m"), 3, 0, false));
+          "small", Path.of("/m"), 3, 0, List.of(), false));
+      assertThat(ServeOptions.parse("--url", "u", "--spec-metrics", "http://a:9300, http://b:9310/q/metrics").specMetrics())
+          .containsExactly(URI.create("http://a:9300"), URI.create("http://b:9310/q/metrics"));
       assertThat(ServeOptions.parse("--url", "u").prefixLen()).isZero();
     }
 
@@ -294,6 +296,42 @@ class ServeBenchTest {
           assertThat(json.path(stat + "_" + figure + "_ms").isNumber()).as(stat + "_" + figure + "_ms").isTrue();
       assertThat(json.path("request_throughput").asDouble()).isPositive();
       assertThat(json.path("max_concurrency").asInt()).isEqualTo(2);
+    }
+
+    /**
+     * With {@code --spec-metrics}, the decode replicas' spec-decode counters are read right before and right after the
+     * measured requests (not around the warm-up): the report has their growth, summed over the replicas.
+     */
+    @Test
+    void theDraftAcceptanceIsWhatTheReplicasCountedDuringTheMeasuredRequests() throws Exception {
+      ServeClient client = start(200, chunk("a"), USAGE, DONE);
+      AtomicInteger scrapes = new AtomicInteger();
+      server.createContext("/q/metrics", exchange -> {
+        int n = scrapes.incrementAndGet(); // the measured requests run between scrapes 1 and 2 (per replica: this one twice)
+        String body = "# TYPE vllm:spec_decode_num_drafts_total counter\n"
+            + "vllm:spec_decode_num_drafts_total " + (n <= 2 ? 10 : 16) + ".0\n"
+            + "vllm:spec_decode_num_draft_tokens_total " + (n <= 2 ? 20 : 32) + ".0 # {trace_id=\"7\"} 99.0\n"
+            + "vllm:spec_decode_num_accepted_tokens_total " + (n <= 2 ? 5 : 14) + ".0\n"
+            + "vllm:spec_decode_num_accepted_tokens_per_pos_total{position=\"0\"} 1000.0\n";
+        byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
+        exchange.sendResponseHeaders(200, bytes.length);
+        try (OutputStream out = exchange.getResponseBody()) {
+          out.write(bytes);
+        }
+      });
+      String base = "http://127.0.0.1:" + server.getAddress().getPort();
+      var o = ServeOptions.parse("--url", base, "--num-prompts", "2", "--input-len", "3", "--output-len", "2",
+          "--spec-metrics", base + "," + base + "/q/metrics"); // the same replica twice: its growth counts twice
+      ServeBench.Result run = ServeBench.run(o, client, new int[] {1, 2}, new Progress());
+      assertThat(scrapes.get()).isEqualTo(4);
+      assertThat(run.speculation()).isEqualTo(new SpecDecodeCounts(12, 24, 18));
+      assertThat(run.speculation().acceptanceRate()).isEqualTo(0.75);
+      assertThat(run.speculation().meanAcceptanceLength()).isEqualTo(2.5);
+      ServeStats stats = ServeStats.of(run.results(), run.durationSeconds());
+      assertThat(ServeReport.table(o, "small", stats, run.speculation()).lines().filter(l -> l.startsWith("spec decode acceptance rate")))
+          .singleElement().asString().endsWith(" 0.750");
+      assertThat(ServeReport.json(o, "small", stats, List.of(), run.speculation()).path("spec_decode_acceptance_length").asDouble()).isEqualTo(2.5);
+      assertThat(ServeReport.table(o, "small", stats)).doesNotContain("spec decode");
     }
 
     private static void sleep(long millis) {

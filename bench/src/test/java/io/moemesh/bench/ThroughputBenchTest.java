@@ -26,7 +26,7 @@ class ThroughputBenchTest {
     DemoCheckpoint.writeShipped("tiny", dir, 7, DemoCheckpoint.Format.BF16, (done, total) -> {});
     try (Kernels kernels = KernelBackend.NATIVE.open(2); var model = DeepseekModel.load(dir, Precision.INT8, kernels, (done, total) -> {})) {
       var triads = new ArrayDeque<>(List.of(41.0, 43.0)); // GB/s, in the order the bench asks
-      var r = ThroughputBench.measure(model, 3, 20, 6, 0, null, null, Duration.ZERO, triads::removeFirst);
+      var r = ThroughputBench.measure(model, 3, 20, 6, 0, 0, null, null, Duration.ZERO, triads::removeFirst);
 
       assertThat(triads).isEmpty();
       assertThat(r.triadBefore()).isEqualTo(41.0);
@@ -34,9 +34,27 @@ class ThroughputBenchTest {
       // 6 output tokens: the first comes from the prefill, the other 5 from steps where all 3 requests decode
       assertThat(r.decodeSteps()).isEqualTo(5);
       assertThat(r.decodeTokensPerSecond()).isCloseTo(3 / r.secondsPerDecodeStep(), within(1e-9));
+      assertThat(r.tokensPerRequestStep()).isEqualTo(1.0);
       assertThat(r.prefillTokensPerSecond()).isPositive();
       // a step reads every dense weight, the experts its tokens pick and each sequence's KV
       assertThat(r.bytesPerDecodeStep()).isGreaterThan(model.denseWeightBytes());
+    }
+  }
+
+  @Test
+  void withSpeculationTheDecodeFiguresCountTheTokensDelivered() throws Exception {
+    Path dir = Files.createTempDirectory("moemesh-bench-test").resolve("tiny");
+    DemoCheckpoint.writeShipped("tiny", dir, 7, DemoCheckpoint.Format.BF16, (done, total) -> {});
+    try (Kernels kernels = KernelBackend.NATIVE.open(2); var model = DeepseekModel.load(dir, Precision.INT8, kernels, (done, total) -> {})) {
+      var r = ThroughputBench.measure(model, 3, 20, 8, 0, 2, null, null, Duration.ZERO, new ArrayDeque<>(List.of(41.0, 43.0))::removeFirst);
+
+      assertThat(r.speculation().numDraftTokens()).as("every decode step verifies drafts").isPositive();
+      assertThat(r.tokensPerRequestStep()).isBetween(1.0, 3.0);
+      double delivered = r.tokensPerRequestStep() * 3 * r.decodeSteps();
+      assertThat(delivered).as("whole tokens, at most the 7 each request decodes after its first").isCloseTo(Math.rint(delivered), within(1e-9))
+          .isLessThanOrEqualTo(3 * 7);
+      assertThat(r.decodeTokensPerSecond()).isCloseTo(3 * r.tokensPerRequestStep() / r.secondsPerDecodeStep(), within(1e-6));
+      assertThat(r.secondsPerOutputToken()).isCloseTo(r.secondsPerDecodeStep() / r.tokensPerRequestStep(), within(1e-12));
     }
   }
 
@@ -47,7 +65,7 @@ class ThroughputBenchTest {
     try (Kernels kernels = KernelBackend.NATIVE.open(2); var model = DeepseekModel.load(dir, Precision.INT8, kernels, (done, total) -> {})) {
       var profiles = new StepProfiles(new ProfilingKernels(kernels));
       var triads = new ArrayDeque<>(List.of(41.0, 43.0));
-      var r = ThroughputBench.measure(model.withKernels(profiles.profiler), 3, 20, 6, 0, profiles, null, Duration.ZERO, triads::removeFirst);
+      var r = ThroughputBench.measure(model.withKernels(profiles.profiler), 3, 20, 6, 0, 0, profiles, null, Duration.ZERO, triads::removeFirst);
 
       assertThat(profiles.decode.steps()).isEqualTo(r.decodeSteps());
       assertThat(profiles.decode.seconds()).isCloseTo(r.decodeSecondsTotal(), within(1e-9));

@@ -78,7 +78,13 @@ public class DecodeService implements Decode {
       if (!r.hasFirstToken()) throw new IllegalArgumentException("a request with a KV ticket needs the prefill's first_token");
       if (r.getTicket().getNumTokens() != prompt.length)
         throw new IllegalArgumentException("the ticket holds " + r.getTicket().getNumTokens() + " tokens but the prompt has " + prompt.length);
-      handoff = new KvHandoff.Import(ProtoMapping.token(r.getFirstToken()), r.getSampledDraws(), onLoadFailure(r.getOnLoadFailure()));
+      // a speculating prefill stored the MTP layer after the main model's: with it this engine drafts from the first step
+      boolean withMtpKv = r.getTicket().getLayout().getNumLayers() > host.loaded().config().numHiddenLayers();
+      if (!withMtpKv && r.getDraftTokenIdsCount() > 0)
+        throw new IllegalArgumentException("draft_token_ids come with a ticket whose KV holds the MTP layer, but this one has "
+            + r.getTicket().getLayout().getNumLayers() + " layers");
+      handoff = new KvHandoff.Import(ProtoMapping.token(r.getFirstToken()), r.getSampledDraws(), onLoadFailure(r.getOnLoadFailure()),
+          withMtpKv, r.getDraftTokenIdsList());
     }
     return new GenerationRequest(r.getRequestId(), prompt, ProtoMapping.sampling(r.getSampling()), r.getMaxTokens(), r.getPriority(), handoff);
   }

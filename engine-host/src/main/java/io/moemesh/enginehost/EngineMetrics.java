@@ -12,6 +12,7 @@ import io.quarkus.runtime.StartupEvent;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.event.Observes;
 import jakarta.inject.Inject;
+import org.eclipse.microprofile.config.Config;
 import java.time.Duration;
 import java.util.function.ToDoubleFunction;
 
@@ -23,6 +24,7 @@ import java.util.function.ToDoubleFunction;
 public class EngineMetrics {
   @Inject EngineHost host;
   @Inject MeterRegistry registry;
+  @Inject Config config;
 
   void register(@Observes StartupEvent event) {
     gauge("vllm:num_requests_running", "Requests in the running batch", s -> s.numRunning());
@@ -35,6 +37,26 @@ public class EngineMetrics {
     counter("vllm:prompt_tokens_total", "Prompt tokens computed", s -> s.promptTokens());
     counter("vllm:generation_tokens_total", "Tokens generated", s -> s.generatedTokens());
     counter("vllm:num_preemptions_total", "Requests preempted for lack of KV pages", s -> s.preemptions());
+    registerSpecDecode();
+  }
+
+  /**
+   * Speculative decoding's counters ({@link io.moemesh.engine.SpecDecodeStats}), as vLLM names them; zero while it is
+   * off. One per-position series per configured draft position, known from the configuration before the model loads.
+   */
+  private void registerSpecDecode() {
+    counter("vllm:spec_decode_num_drafts_total", "Verifications of a request's drafts", s -> s.speculation().numDrafts());
+    counter("vllm:spec_decode_num_draft_tokens_total", "Draft tokens verified", s -> s.speculation().numDraftTokens());
+    counter("vllm:spec_decode_num_accepted_tokens_total", "Draft tokens accepted", s -> s.speculation().numAcceptedTokens());
+    int positions = config.getOptionalValue("moemesh.engine.speculative-tokens", Integer.class).orElse(0);
+    for (int i = 0; i < positions; i++) {
+      int position = i;
+      FunctionCounter.builder("vllm:spec_decode_num_accepted_tokens_per_pos_total", this, m -> {
+        EngineStats s = m.stats();
+        long[] accepted = s == null ? new long[0] : s.speculation().acceptedPerPosition();
+        return position < accepted.length ? accepted[position] : 0;
+      }).description("Draft tokens accepted at each draft position (0-based)").tag("position", Integer.toString(position)).register(registry);
+    }
   }
 
   /**

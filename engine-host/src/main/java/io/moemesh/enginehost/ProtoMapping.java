@@ -66,7 +66,8 @@ public final class ProtoMapping {
 
   public static io.moemesh.proto.common.v1.Usage usage(Usage u) {
     return io.moemesh.proto.common.v1.Usage.newBuilder().setPromptTokens(u.promptTokens())
-        .setCompletionTokens(u.completionTokens()).setCachedPromptTokens(u.cachedPromptTokens()).build();
+        .setCompletionTokens(u.completionTokens()).setCachedPromptTokens(u.cachedPromptTokens())
+        .setDraftTokens(u.draftTokens()).setAcceptedDraftTokens(u.acceptedDraftTokens()).build();
   }
 
   public static LoadReport loadReport(EngineStats s, int maxModelLen) {

@@ -43,7 +43,9 @@ import java.util.logging.Logger;
  * (the next prompt token, an accepted draft, or the token just sampled), writing the MTP layer's KV there (one more
  * layer of the same paged cache) and drafting from the last row. Further drafts chain the module one position at a
  * time on its own output hidden state, within the pages the scheduler reserved. Every pass is row-independent, so a
- * request's tokens, logits and drafts do not depend on its neighbours.
+ * request's tokens, logits and drafts do not depend on its neighbours. In the prefill role the MTP layer's rows go to
+ * the connector after the depth-0 pass, as one more layer after the main model's; a decode engine loads them back
+ * ({@link #kvSink} with the MTP layer), so a request decoded there drafts over the prompt's MTP KV as it would here.
  */
 public final class DeepseekRunner implements ModelRunner {
   /**
@@ -250,6 +252,7 @@ public final class DeepseekRunner implements ModelRunner {
     }
     var batch = new ForwardBatch(tokens, positions, sequences, logitRows.stream().mapToInt(Integer::intValue).toArray());
     MtpLayer.Output pass = model.draftMtp(0, batch, h, cache, experts, scratch);
+    exportMtpLayer(chunks, kept);
     if (proposers.isEmpty()) return Map.of();
 
     Map<String, List<Sampler.Draft>> drafts = new HashMap<>();
@@ -306,6 +309,20 @@ public final class DeepseekRunner implements ModelRunner {
     return drafts;
   }
 
+  /**
+   * Prefill role: the MTP layer's rows each exporting chunk kept go to the connector as one more layer (numbered after
+   * the main model's), with the rows before the chunk that were not handed over yet, as {@link #exporter} does.
+   */
+  private void exportMtpLayer(List<ScheduledChunk> chunks, int[] kept) {
+    int mtpLayer = model.config().numHiddenLayers();
+    for (int i = 0; i < chunks.size(); i++) {
+      ScheduledChunk c = chunks.get(i);
+      if (!c.exportsKv() || c.speculation() == null || kept[i] == 0) continue;
+      int end = c.startPosition() + kept[i];
+      connector.saveLayer(c.requestId(), mtpLayer, c.exportFrom(), cache.readRows(mtpLayer, c.blockTable(), c.exportFrom(), end - c.exportFrom()));
+    }
+  }
+
   private int[] argmaxRows(Tensor logits) {
     Tensor ids = scratch.empty(DType.I32, (int) logits.numRows());
     model.kernels().argmaxRows(ids, logits);
@@ -350,8 +367,8 @@ public final class DeepseekRunner implements ModelRunner {
   }
 
   @Override
-  public KvConnector.KvSink kvSink(int[] blockTable, int numTokens) {
-    int layers = model.config().numHiddenLayers(), latentDim = model.config().latentDim();
+  public KvConnector.KvSink kvSink(int[] blockTable, int numTokens, boolean withMtpLayer) {
+    int layers = model.config().numHiddenLayers() + (withMtpLayer ? 1 : 0), latentDim = model.config().latentDim();
     return new KvConnector.KvSink() {
       @Override
       public void writeLayer(int layerId, int start, byte[] rows) {

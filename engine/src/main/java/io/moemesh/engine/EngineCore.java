@@ -66,7 +66,7 @@ public final class EngineCore implements AutoCloseable {
   private void startLoad(SchedulerOutput.KvLoad load) {
     var once = new java.util.concurrent.atomic.AtomicBoolean();
     try {
-      connector.load(load.requestId(), load.numTokens(), runner.kvSink(load.blockTable(), load.numTokens()), failure -> {
+      connector.load(load.requestId(), load.numTokens(), runner.kvSink(load.blockTable(), load.numTokens(), load.withMtpLayer()), failure -> {
         if (!once.compareAndSet(false, true)) return; // a connector calling twice must not free pages twice
         loadResults.add(new LoadResult(load.requestId(), failure));
         wakeup.run();

@@ -14,8 +14,10 @@ public final class LoadedEngine implements AutoCloseable {
   private final DeepseekModel model;
   private final Engine engine;
   private final KvCacheConfig kvCache;
+  private final int speculativeTokens;
 
-  private LoadedEngine(Kernels kernels, DeepseekModel model, Engine engine, KvCacheConfig kvCache) {
+  private LoadedEngine(Kernels kernels, DeepseekModel model, Engine engine, KvCacheConfig kvCache, int speculativeTokens) {
+    this.speculativeTokens = speculativeTokens;
     this.kernels = kernels;
     this.model = model;
     this.engine = engine;
@@ -39,7 +41,7 @@ public final class LoadedEngine implements AutoCloseable {
       try {
         var kv = KvCacheConfig.ofBytes(s.kvCacheBytes(), model.newCacheBytesPerToken(), s.pageSize(), s.prefixCaching());
         return new LoadedEngine(kernels, model, Engine.create(model, experts.apply(model), s.scheduler(), kv, connector, null, s.microBatchThreshold(),
-            s.speculativeTokens()), kv);
+            s.speculativeTokens()), kv, s.speculativeTokens());
       } catch (RuntimeException e) {
         model.close();
         throw e;
@@ -69,6 +71,19 @@ public final class LoadedEngine implements AutoCloseable {
 
   public KvCacheConfig kvCache() {
     return kvCache;
+  }
+
+  /** Draft tokens per request and step (MTP speculative decoding), 0 when off. */
+  public int speculativeTokens() {
+    return speculativeTokens;
+  }
+
+  /**
+   * Layers of a prompt's KV this engine exports in the prefill role: the main model's, and the MTP layer's after them
+   * when it speculates (a decode engine that speculates then imports it too, see {@link KvHandoff.Import}).
+   */
+  public int numExportedKvLayers() {
+    return model.config().numHiddenLayers() + (speculativeTokens > 0 ? 1 : 0);
   }
 
   @Override

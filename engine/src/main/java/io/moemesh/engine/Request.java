@@ -23,30 +23,40 @@ final class Request {
   int kvToImport; // positions whose KV comes from the connector: the prompt (decode), a stored prefix (prefill); 0 after a failed load
   int numExported; // prefill role: positions [0, numExported) were handed to the connector
   String error;
+  final boolean keepsMtpKv; // speculative decoding: the MTP layer's KV is computed (or imported) for every position
   final Sampler drafter; // speculative decoding's draft sampler (its own random stream), or null when this request does not propose
   List<Sampler.Draft> drafts = List.of(); // proposed after the last token, to verify in the next step
+  int numDraftTokens, numAcceptedDraftTokens; // verified and accepted so far, for its usage
   private int[] tokens; // prompt then output; the first numTokens are valid
   private int numTokens;
   private final List<SampledToken> unsent = new ArrayList<>();
 
   Request(GenerationRequest spec, long arrivalOrder, int vocabSize) {
-    this(spec, arrivalOrder, vocabSize, false);
+    this(spec, arrivalOrder, vocabSize, 0);
   }
 
-  /** @param proposes whether speculative decoding drafts tokens for this request (a request in the local role) */
-  Request(GenerationRequest spec, long arrivalOrder, int vocabSize, boolean proposes) {
+  /**
+   * @param speculativeTokens the engine's drafts per step (0 = off). With them, a request keeps the MTP layer's KV
+   *     unless it imports a prompt without it, and proposes drafts where it keeps that KV — in the prefill role only
+   *     when greedy, as only greedy drafts are handed over ({@link KvHandoff.Import})
+   */
+  Request(GenerationRequest spec, long arrivalOrder, int vocabSize, int speculativeTokens) {
     this.spec = spec;
     this.arrivalOrder = arrivalOrder;
     this.sampler = new Sampler(spec.sampling(), vocabSize);
     this.history = TokenCounts.ofPrompt(spec.promptTokenIds());
     this.tokens = Arrays.copyOf(spec.promptTokenIds(), spec.numPromptTokens() + Math.min(spec.maxTokens(), 256));
     this.numTokens = spec.numPromptTokens();
+    this.keepsMtpKv = speculativeTokens > 0 && !(spec.handoff() instanceof KvHandoff.Import i && !i.withMtpKv());
+    boolean proposes = keepsMtpKv && !(spec.handoff() instanceof KvHandoff.Export && !spec.sampling().isGreedy());
     this.drafter = proposes ? new Sampler(drafterParams(spec.sampling()), vocabSize) : null;
     switch (spec.handoff()) {
       case KvHandoff.Import imported -> {
         kvToImport = spec.numPromptTokens();
         appendPrior(imported.firstToken());
         sampler.skipDraws(imported.sampledDraws());
+        if (proposes && spec.sampling().isGreedy()) // one-hot drafts: verifying a sampled draft needs its distribution
+          drafts = imported.drafts().stream().limit(speculativeTokens).map(id -> new Sampler.Draft(id, null, 1)).toList();
       }
       case KvHandoff.Export export -> kvToImport = export.prefixTokens();
       case KvHandoff.Local local -> { }
@@ -117,10 +127,11 @@ final class Request {
   }
 
   Usage usage() {
-    return new Usage(numPromptTokens(), numOutputTokens(), numCachedPromptTokens);
+    return new Usage(numPromptTokens(), numOutputTokens(), numCachedPromptTokens, numDraftTokens, numAcceptedDraftTokens);
   }
 
   RequestOutput output() {
-    return new RequestOutput(id(), drainUnsent(), status, usage(), error);
+    List<Integer> handover = exportsKv() && status == RequestStatus.FINISHED_LENGTH ? drafts.stream().map(Sampler.Draft::tokenId).toList() : List.of();
+    return new RequestOutput(id(), drainUnsent(), status, usage(), error, handover);
   }
 }

@@ -11,11 +11,19 @@ import java.util.List;
  * @param status the request's status after this step
  * @param usage token counts so far
  * @param error why the request failed ({@link RequestStatus#FINISHED_ERROR}), else null
+ * @param drafts prefill role ({@link KvHandoff.Export}), on the last update: the greedy drafts proposed after the
+ *     first token, for the decode engine's first step ({@link KvHandoff.Import#drafts}); else empty
  */
-public record RequestOutput(String requestId, List<SampledToken> newTokens, RequestStatus status, Usage usage, String error) {
+public record RequestOutput(String requestId, List<SampledToken> newTokens, RequestStatus status, Usage usage, String error,
+    List<Integer> drafts) {
 
   public RequestOutput {
     newTokens = List.copyOf(newTokens);
+    drafts = List.copyOf(drafts);
+  }
+
+  public RequestOutput(String requestId, List<SampledToken> newTokens, RequestStatus status, Usage usage, String error) {
+    this(requestId, newTokens, status, usage, error, List.of());
   }
 
   public boolean finished() {

@@ -33,8 +33,8 @@ public final class RequestStream implements Engine.OutputListener {
     return out;
   }
 
-  /** The whole request: every token and how it finished. */
-  public record Completion(String requestId, List<SampledToken> tokens, RequestStatus status, Usage usage, String error) {
+  /** The whole request: every token and how it finished (and the prefill role's {@link RequestOutput#drafts}). */
+  public record Completion(String requestId, List<SampledToken> tokens, RequestStatus status, Usage usage, String error, List<Integer> drafts) {
     public int[] tokenIds() {
       return tokens.stream().mapToInt(SampledToken::tokenId).toArray();
     }
@@ -47,7 +47,7 @@ public final class RequestStream implements Engine.OutputListener {
     while (true) {
       RequestOutput out = next(Duration.ofNanos(Math.max(0, deadline - System.nanoTime())));
       tokens.addAll(out.newTokens());
-      if (out.finished()) return new Completion(requestId, tokens, out.status(), out.usage(), out.error());
+      if (out.finished()) return new Completion(requestId, tokens, out.status(), out.usage(), out.error(), out.drafts());
     }
   }
 }

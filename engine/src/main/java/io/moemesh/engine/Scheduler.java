@@ -75,7 +75,7 @@ public final class Scheduler {
   public void add(GenerationRequest spec) {
     if (requests.containsKey(spec.id())) throw new IllegalArgumentException("request id " + spec.id() + " is already in use");
     validate(spec);
-    var r = new Request(spec, arrivals++, limits.vocabSize(), speculativeTokens > 0 && spec.handoff() instanceof KvHandoff.Local);
+    var r = new Request(spec, arrivals++, limits.vocabSize(), speculativeTokens);
     requests.put(spec.id(), r);
     waiting.add(r);
   }
@@ -89,6 +89,10 @@ public final class Scheduler {
       throw new IllegalArgumentException("request " + spec.id() + ": the prompt has " + spec.numPromptTokens()
           + " tokens but the context holds at most " + maxTokensPerRequest);
     spec.sampling().validateFor(limits.vocabSize());
+    if (spec.handoff() instanceof KvHandoff.Import i)
+      for (int t : i.drafts())
+        if (t < 0 || t >= limits.vocabSize())
+          throw new IllegalArgumentException("request " + spec.id() + ": draft token id " + t + " is outside the vocabulary [0, " + limits.vocabSize() + ")");
   }
 
   public boolean hasRequests() {
@@ -170,7 +174,7 @@ public final class Scheduler {
         r.status = RequestStatus.WAITING_FOR_REMOTE_KV;
         waiting.remove(r);
         loading.put(r.id(), r);
-        loads.add(new SchedulerOutput.KvLoad(r.id(), r.kvToImport, kv.blockTable(r.id())));
+        loads.add(new SchedulerOutput.KvLoad(r.id(), r.kvToImport, kv.blockTable(r.id()), r.importsPrompt() && r.keepsMtpKv));
         continue;
       }
       int n = Math.min(r.numTokens() - computed, budget);
@@ -226,7 +230,7 @@ public final class Scheduler {
     if (r.exportsKv()) r.numExported = Math.max(r.numExported, start + n);
     int[] tokens = r.tokens(start, start + n);
     ScheduledChunk.Speculation speculation = null;
-    if (speculativeTokens > 0) {
+    if (r.keepsMtpKv) {
       tokens = java.util.Arrays.copyOf(tokens, n + drafts.size());
       for (int i = 0; i < drafts.size(); i++) tokens[n + i] = drafts.get(i).tokenId();
       boolean proposes = reachesEnd && r.drafter != null;
@@ -305,7 +309,7 @@ public final class Scheduler {
       }
       boolean inPrompt = r.numComputedTokens < r.numPromptTokens(); // only prompt pages are cached: a decode chunk adds none
       r.numComputedTokens += chunk.numTokens() - drafts + accepted.size(); // rejected drafts' KV is dropped
-      if (drafts > 0) countVerification(drafts, accepted.size());
+      if (drafts > 0) countVerification(r, drafts, accepted.size());
       if (!chunk.samples()) {
         if (inPrompt) kv.cacheFullPages(r.id(), r.allTokens(), Math.min(r.numComputedTokens, r.numPromptTokens()));
         continue;
@@ -318,6 +322,7 @@ public final class Scheduler {
       }
       if (inPrompt) kv.cacheFullPages(r.id(), r.allTokens(), Math.min(r.numComputedTokens, r.numPromptTokens())); // knows the next token
       if (stop != null) {
+        if (r.exportsKv()) r.drafts = out.drafts().getOrDefault(r.id(), List.of()); // handed over with the ticket
         outputs.add(finish(r, stop, null));
         continue;
       }
@@ -330,7 +335,9 @@ public final class Scheduler {
     return outputs;
   }
 
-  private void countVerification(int drafts, int accepted) {
+  private void countVerification(Request r, int drafts, int accepted) {
+    r.numDraftTokens += drafts;
+    r.numAcceptedDraftTokens += accepted;
     numDrafts++;
     numDraftTokens += drafts;
     numAcceptedTokens += accepted;

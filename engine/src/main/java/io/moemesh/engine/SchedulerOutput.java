@@ -13,8 +13,12 @@ import java.util.List;
  */
 public record SchedulerOutput(List<ScheduledChunk> chunks, List<String> preempted, List<KvLoad> loads) {
 
-  /** Fetch the first {@code numTokens} positions of a request's KV into its pages {@code blockTable}. */
-  public record KvLoad(String requestId, int numTokens, int[] blockTable) {}
+  /**
+   * Fetch the first {@code numTokens} positions of a request's KV into its pages {@code blockTable}: the main model's
+   * layers, and the MTP layer's when {@code withMtpLayer} (a prompt a speculating prefill exported, for a request that
+   * speculates here).
+   */
+  public record KvLoad(String requestId, int numTokens, int[] blockTable, boolean withMtpLayer) {}
 
   public SchedulerOutput {
     chunks = List.copyOf(chunks);

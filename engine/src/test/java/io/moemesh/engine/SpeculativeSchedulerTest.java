@@ -111,6 +111,9 @@ class SpeculativeSchedulerTest {
     SpecDecodeStats s = core.stats().speculation();
     assertThat(s.acceptedPerPosition()[0]).isEqualTo(s.numDrafts());
     assertThat(s.acceptedPerPosition()[1]).isZero();
+    Usage usage = finished.get("a").usage();
+    assertThat(usage.draftTokens()).as("the request's own counts, in its usage").isEqualTo(s.numDraftTokens()).isPositive();
+    assertThat(usage.acceptedDraftTokens()).isEqualTo(s.numAcceptedTokens()).isEqualTo(s.numDrafts());
     assertThat(kv.usage().usedPages()).isZero();
   }
 

@@ -115,7 +115,7 @@ public class Orchestrator {
           .addAllPromptTokenIds(ids(call.promptIds())).setSampling(call.sampling()).setMaxTokens(call.maxTokens());
       if (prefilled != null) {
         request.setTicket(prefilled.getTicket()).setFirstToken(prefilled.getFirstToken())
-            .setSampledDraws(prefilled.getSampledDraws());
+            .setSampledDraws(prefilled.getSampledDraws()).addAllDraftTokenIds(prefilled.getDraftTokenIdsList());
       }
       var stub = DecodeGrpc.newStub(replica.channel())
           .withDeadlineAfter(decodeDeadline.toMillis(), TimeUnit.MILLISECONDS)

@@ -157,7 +157,7 @@ public class PrefillService implements Prefill {
 
   private static PrefillResponse.Builder response(GenerationRequest spec, RequestOutput out) {
     return PrefillResponse.newBuilder().setFirstToken(ProtoMapping.token(out.newTokens().getFirst()))
-        .setSampledDraws(spec.sampling().isGreedy() ? 0 : 1).setUsage(ProtoMapping.usage(out.usage()));
+        .setSampledDraws(spec.sampling().isGreedy() ? 0 : 1).setUsage(ProtoMapping.usage(out.usage())).addAllDraftTokenIds(out.drafts());
   }
 
   private static KvTicket ticket(GenerationRequest spec, KvLayout layout, String storeAddress, PutResponse put) {
@@ -167,7 +167,7 @@ public class PrefillService implements Prefill {
 
   private static KvLayout layout(LoadedEngine loaded, int numTokens) {
     var c = loaded.config();
-    return KvLayout.newBuilder().setNumLayers(c.numHiddenLayers()).setNumTokens(numTokens).setLatentDim(c.latentDim())
+    return KvLayout.newBuilder().setNumLayers(loaded.numExportedKvLayers()).setNumTokens(numTokens).setLatentDim(c.latentDim())
         .setDtype(loaded.model().precision().kvCacheDType() == DType.BF16 ? io.moemesh.proto.common.v1.DType.DTYPE_BF16
             : io.moemesh.proto.common.v1.DType.DTYPE_F32)
         .setPageSize(loaded.kvCache().pageSize()).build();

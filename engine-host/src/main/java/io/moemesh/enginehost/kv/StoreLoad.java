@@ -17,7 +17,9 @@ import java.util.function.Consumer;
  * One Get of a kv-store object into an engine's reserved pages — the whole prompt (decode) or a stored prefix
  * (prefill): checks the object's layout and each frame against the engine's cache, writes each frame as it
  * arrives, checks at the end that every layer's every position came, and reports exactly once to {@code done}
- * (null on success, else the reason), after recording the outcome on the transfer.
+ * (null on success, else the reason), after recording the outcome on the transfer. An object may hold more layers
+ * than the sink takes — the MTP layer a speculating prefill stores after the main model's, of no use to a request
+ * that does not speculate — whose frames are skipped.
  */
 public final class StoreLoad implements ClientResponseObserver<GetRequest, GetResponse> {
   private final String key;
@@ -65,18 +67,19 @@ public final class StoreLoad implements ClientResponseObserver<GetRequest, GetRe
     try {
       if (frame.hasInfo()) {
         var layout = frame.getInfo().getLayout();
-        if (layout.getNumLayers() != sink.numLayers() || layout.getLatentDim() != sink.latentDim()
+        if (layout.getNumLayers() < sink.numLayers() || layout.getLatentDim() != sink.latentDim()
             || layout.getNumTokens() < numTokens || !dtypeMatches(layout.getDtype()))
           throw new IllegalArgumentException("object " + key + " has layout " + layout.toString().replace('\n', ' ')
               + " but this engine needs " + sink.numLayers() + " layers × " + numTokens + " tokens × " + sink.latentDim() + " " + sink.dtype());
       } else if (frame.hasLayer()) {
         var layer = frame.getLayer();
         Tensor rows = layer.getRows();
+        traced.bytes(rows.getData().size());
+        if (layer.getLayerId() >= sink.numLayers()) return; // a layer this request does not take
         if (!dtypeMatches(rows.getDtype()) || rows.getShapeCount() != 2 || rows.getShape(1) != sink.latentDim())
           throw new IllegalArgumentException("layer " + layer.getLayerId() + " rows are " + rows.getDtype() + " " + rows.getShapeList());
         sink.writeLayer(layer.getLayerId(), layer.getTokenStart(), rows.getData().toByteArray());
         rowsPerLayer[layer.getLayerId()] += rows.getShape(0);
-        traced.bytes(rows.getData().size());
       }
     } catch (RuntimeException e) {
       failure = e.getMessage();

@@ -64,11 +64,15 @@ public abstract class EngineCallTracing<Q, R> implements ServerInterceptor {
     span.setAttribute(GenAiAttributes.USAGE_INPUT_TOKENS, (long) promptTokens);
   }
 
-  /** The usage and finish reason of a last response, each if it has one. */
+  /** The usage (with the request's draft acceptance, if it verified drafts) and finish reason of a last response, each if it has one. */
   protected static void outcomeAttributes(Usage usage, FinishReason finish, Span span) {
     if (usage != null) {
       span.setAttribute(GenAiAttributes.USAGE_INPUT_TOKENS, (long) usage.getPromptTokens());
       span.setAttribute(GenAiAttributes.USAGE_OUTPUT_TOKENS, (long) usage.getCompletionTokens());
+      if (usage.getDraftTokens() > 0) {
+        span.setAttribute(GenAiAttributes.SPEC_DECODE_DRAFT_TOKENS, (long) usage.getDraftTokens());
+        span.setAttribute(GenAiAttributes.SPEC_DECODE_ACCEPTED_TOKENS, (long) usage.getAcceptedDraftTokens());
+      }
     }
     if (finish != FinishReason.FINISH_REASON_UNSPECIFIED)
       span.setAttribute(GenAiAttributes.RESPONSE_FINISH_REASONS, List.of(GenAiAttributes.finishReason(finish)));

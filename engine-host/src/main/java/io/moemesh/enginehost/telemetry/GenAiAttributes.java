@@ -38,6 +38,10 @@ public final class GenAiAttributes {
   public static final AttributeKey<String> KV_STORE = AttributeKey.stringKey("moemesh.kv.store");
   /** How a put ended: {@code committed}, {@code revoked} or {@code failed}. */
   public static final AttributeKey<String> KV_OUTCOME = AttributeKey.stringKey("moemesh.kv.outcome");
+  /** Speculative decoding (MTP): draft tokens verified for the request; set only when it verified some. */
+  public static final AttributeKey<Long> SPEC_DECODE_DRAFT_TOKENS = AttributeKey.longKey("moemesh.spec_decode.draft_tokens");
+  /** Of those, the ones accepted (acceptance rate = accepted / draft tokens). */
+  public static final AttributeKey<Long> SPEC_DECODE_ACCEPTED_TOKENS = AttributeKey.longKey("moemesh.spec_decode.accepted_tokens");
   /** The engine's request id (the RPC's {@code request_id}). */
   public static final AttributeKey<String> REQUEST_ID = AttributeKey.stringKey("moemesh.request.id");
 
