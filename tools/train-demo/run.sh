@@ -28,9 +28,8 @@ echo "== tokenizer (vocab $VOCAB)"
 "$ROOT/bin/moemesh" make-tokenizer --corpus "$BUILD/train.txt,$BUILD/chat-train.txt" --vocab-size "$VOCAB" \
   --model-max-length "$MAX_LEN" --out "$BUILD/tokenizer"
 echo "== training ($MINUTES min; progress in $BUILD/train.log)"
-# One thread: on a shared 2-core machine, two OpenMP threads spin against other work and run several times slower.
 nice -n 5 "$PY" train.py --data "$BUILD" --tokenizer "$BUILD/tokenizer" --out "$BUILD/run" --minutes "$MINUTES" \
-  --seed "$SEED" --threads 1 | tee "$BUILD/train.log"
+  --seed "$SEED" | tee "$BUILD/train.log"
 echo "== export"
 "$PY" export.py --ckpt "$BUILD/run/ckpt.pt" --tokenizer "$BUILD/tokenizer" --out "$OUT"
 cp "$BUILD/run/loss.png" "$HERE/loss.png"
