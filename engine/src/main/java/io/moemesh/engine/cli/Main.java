@@ -2,7 +2,7 @@ package io.moemesh.engine.cli;
 
 import java.util.List;
 
-/** The offline command line behind {@code bin/moemesh}: {@code make-model} and {@code generate}. */
+/** The offline command line behind {@code bin/moemesh}: {@code make-model}, {@code make-tokenizer} and {@code generate}. */
 public final class Main {
   private Main() {}
 
@@ -17,6 +17,7 @@ public final class Main {
     try {
       switch (command) {
         case "make-model" -> MakeModelCommand.run(rest);
+        case "make-tokenizer" -> MakeTokenizerCommand.run(rest);
         case "generate" -> GenerateCommand.run(rest);
         case "demo-model" -> System.out.println(DemoModels.ensure(rest.isEmpty() ? DemoModels.DEFAULT : rest.getFirst()));
         case "help", "--help", "-h" -> System.out.println(usage());
@@ -33,6 +34,7 @@ public final class Main {
   }
 
   static String usage() {
-    return "usage: moemesh " + MakeModelCommand.USAGE + "\n       moemesh " + GenerateCommand.USAGE;
+    return "usage: moemesh " + MakeModelCommand.USAGE + "\n       moemesh " + MakeTokenizerCommand.USAGE
+        + "\n       moemesh " + GenerateCommand.USAGE;
   }
 }

@@ -77,6 +77,41 @@ class OfflineCliTest {
   }
 
   @Nested
+  class MakeTokenizer {
+    @Test
+    void learnsTheVocabularyOfTheGivenFiles() throws Exception {
+      Path a = work.resolve("a.txt"), b = work.resolve("b.txt"), out = work.resolve("tok");
+      Files.writeString(a, "The fox ran. The fox hid. The fox sang.\n");
+      Files.writeString(b, "A hedgehog and a hedgehog met a hedgehog.\n");
+      Run run = cli("make-tokenizer", "--corpus", a + "," + b, "--vocab-size", "400", "--out", out.toString());
+      assertThat(run.exit()).as(run.err()).isZero();
+      assertThat(run.err()).contains("400 ids");
+      var json = new com.fasterxml.jackson.databind.ObjectMapper().readTree(out.resolve("tokenizer.json").toFile());
+      assertThat(json.get("model").get("vocab").size()).isEqualTo(400);
+      assertThat(json.get("model").get("vocab").has("Ġfox")).isTrue();
+      assertThat(json.get("model").get("vocab").has("Ġhedgehog")).isTrue();
+      assertThat(out.resolve("tokenizer_config.json")).isRegularFile();
+    }
+
+    @Test
+    void missingCorpusFileIsAUsageError() throws Exception {
+      Run run = cli("make-tokenizer", "--corpus", work.resolve("none.txt").toString(), "--vocab-size", "400",
+          "--out", work.resolve("tok2").toString());
+      assertThat(run.exit()).isEqualTo(2);
+      assertThat(run.err()).contains("no such file");
+    }
+
+    @Test
+    void tooSmallVocabularyIsAUsageError() throws Exception {
+      Files.writeString(work.resolve("c.txt"), "x");
+      Run run = cli("make-tokenizer", "--corpus", work.resolve("c.txt").toString(), "--vocab-size", "100",
+          "--out", work.resolve("tok3").toString());
+      assertThat(run.exit()).isEqualTo(2);
+      assertThat(run.err()).contains("below the minimum 275");
+    }
+  }
+
+  @Nested
   class Generate {
     @Test
     void greedyIdsAreTheArgmaxOfTheLogitsWritten() throws Exception {

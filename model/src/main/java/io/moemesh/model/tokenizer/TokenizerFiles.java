@@ -70,12 +70,28 @@ public final class TokenizerFiles {
    */
   public static int write(Path dir, int vocabSize, int bosId, int eosId, int modelMaxLength) throws IOException {
     List<String> specials = specialTokenOrder(vocabSize, bosId, eosId);
+    return write(dir, specials, Corpus.trained().truncate(vocabSize - specials.size() - 256), vocabSize, modelMaxLength);
+  }
+
+  /**
+   * As {@link #write(Path, int, int, int, int)}, but the merges are learned from {@code corpus} instead of the
+   * bundled texts: up to {@code vocabSize - specials - 256} of them, each pair seen at least
+   * {@value #MIN_MERGE_FREQUENCY} times (a model trained on that corpus then sees its common words as single
+   * tokens).
+   */
+  public static int write(Path dir, List<String> corpus, int vocabSize, int bosId, int eosId, int modelMaxLength)
+      throws IOException {
+    List<String> specials = specialTokenOrder(vocabSize, bosId, eosId);
     int maxNewTokens = vocabSize - specials.size() - 256;
-    BpeTrainer.Result bpe = Corpus.trained().truncate(maxNewTokens);
+    return write(dir, specials, BpeTrainer.train(corpus, MIN_MERGE_FREQUENCY, maxNewTokens), vocabSize, modelMaxLength);
+  }
+
+  private static int write(Path dir, List<String> specials, BpeTrainer.Result bpe, int vocabSize, int modelMaxLength)
+      throws IOException {
     Files.createDirectories(dir);
     ObjectNode tokenizer = tokenizerJson(specials, bpe, vocabSize);
     Files.write(dir.resolve("tokenizer.json"), JSON.writeValueAsBytes(tokenizer));
-    ObjectNode config = tokenizerConfig(specials.get(bosId), specials.get(eosId), modelMaxLength);
+    ObjectNode config = tokenizerConfig(BOS, EOS, modelMaxLength);
     Files.write(dir.resolve("tokenizer_config.json"),
         JSON.writerWithDefaultPrettyPrinter().writeValueAsBytes(config));
     return specials.size() + 256 + bpe.merges().size();

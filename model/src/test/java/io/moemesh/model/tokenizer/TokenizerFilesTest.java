@@ -110,6 +110,51 @@ class TokenizerFilesTest {
   }
 
   @Nested
+  class OwnCorpus {
+    private static final List<String> STORIES = List.of(
+        "The little fox ran to the river. The little fox saw a frog. \"Hello, frog!\" said the fox.",
+        "The frog sat by the river. The frog was green. The fox and the frog were friends.");
+
+    @Test
+    void commonWordsOfTheCorpusBecomeSingleTokens() throws IOException {
+      int learned = TokenizerFiles.write(dir, STORIES, 512, 0, 1, 1024);
+      try (Tokenizer t = Tokenizer.load(dir)) {
+        assertThat(t.vocabSize()).isEqualTo(512);
+        for (String word : List.of(" fox", " frog", " river", "The", " the"))
+          assertThat(t.encode(word)).as(word).hasSize(1);
+        assertThat(t.encode(" elephant").length).isGreaterThan(1); // never seen: bytes and small merges
+        assertThat(t.decode(t.encode(STORIES.get(0)), false)).isEqualTo(STORIES.get(0));
+        assertThat(t.idToToken(learned)).contains(TokenizerFiles.placeholder(0)); // a pair seen once is not merged
+      }
+    }
+
+    @Test
+    void mergesAreTheTrainersOnTheGivenTexts() throws IOException {
+      TokenizerFiles.write(dir, 300, 0, 1, 1024);
+      JsonNode merges = JSON.readTree(dir.resolve("tokenizer.json").toFile()).get("model").get("merges");
+      TokenizerFiles.write(dir, STORIES, 300, 0, 1, 1024);
+      JsonNode own = JSON.readTree(dir.resolve("tokenizer.json").toFile()).get("model").get("merges");
+      assertThat(own).hasSize(300 - 19 - 256).isNotEqualTo(merges);
+      BpeTrainer.Result trained = BpeTrainer.train(STORIES, 2, 300 - 19 - 256);
+      for (int i = 0; i < own.size(); i++)
+        assertThat(own.get(i).asText()).isEqualTo(trained.merges().get(i).left() + " " + trained.merges().get(i).right());
+    }
+
+    @Test
+    void specialsAndTemplateAreTheDemoModelsOnes() throws IOException {
+      TokenizerFiles.write(dir, STORIES, 512, 0, 1, 1024);
+      JsonNode config = JSON.readTree(dir.resolve("tokenizer_config.json").toFile());
+      assertThat(config.get("chat_template").asText()).isEqualTo(TokenizerFiles.chatTemplate());
+      assertThat(config.get("model_max_length").asInt()).isEqualTo(1024);
+      try (Tokenizer t = Tokenizer.load(dir)) {
+        for (int id = 0; id < TokenizerFiles.SPECIAL_TOKENS.size(); id++)
+          assertThat(t.idToToken(id)).contains(TokenizerFiles.SPECIAL_TOKENS.get(id));
+        assertThat(t.encode("<｜User｜>The fox<｜Assistant｜>")).startsWith(3).endsWith(4);
+      }
+    }
+  }
+
+  @Nested
   class Determinism {
     @Test
     void twoTrainingsGiveIdenticalMerges() {
