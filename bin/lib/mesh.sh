@@ -112,7 +112,7 @@ cmd_up() {
   [[ -f $pids_file ]] && { echo "moemesh: a mesh is already running (bin/moemesh down stops it)" >&2; exit 1; }
   moemesh_use_java
   command -v curl >/dev/null || { echo "moemesh: up needs curl" >&2; exit 1; }
-  [[ -n $model ]] || model=$(cmd_offline demo-model small) || exit 1
+  [[ -n $model ]] || model="$ROOT/models/demo" # the trained demo model in the repository
   [[ -f $model/config.json ]] || { echo "moemesh: $model is not a checkpoint directory (no config.json)" >&2; exit 1; }
   local m modules=(kv-store prefill-svc decode-svc gateway)
   ((single)) && modules=(decode-svc gateway)

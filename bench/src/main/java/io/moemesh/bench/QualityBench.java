@@ -23,7 +23,7 @@ import java.util.stream.IntStream;
 
 /**
  * {@code bench quality}: what each precision keeps of the model, on held-out text. Per precision: perplexity over
- * windows of the text (each opened with BOS, every later token scored), top-1 agreement of its next-token argmax
+ * the text's documents (each opened with BOS, every later token scored), top-1 agreement of its next-token argmax
  * with {@code exact}'s, and the MTP head's acceptance: how often its draft for position t+2 (from the hidden state
  * at t and the token at t+1) equals the main model's own greedy choice there — the rate at which greedy MTP
  * speculation accepts its first draft, teacher-forced on the text.
@@ -35,7 +35,8 @@ public final class QualityBench {
       usage: bin/moemesh bench quality [--model DIR] [--text FILE] [--precision P[,P...]] [--window W] [--max-tokens N]
                                        [--json FILE]
         Held-out perplexity per precision, top-1 agreement with exact, and the MTP head's greedy acceptance.
-        Defaults: the demo model, its heldout.txt, exact,bf16,int8, W = 256 tokens, N = 16384 scored tokens.""";
+        Documents (blank-line separated) open with BOS, as the demo model was trained. Defaults: the demo model, its
+        heldout.txt, exact,bf16,int8, W = 256 tokens, N = 16384 scored tokens.""";
 
   record Settings(Path dir, Path text, List<Precision> precisions, int window, int maxTokens, String json) {
     static Settings of(BenchOptions o) {
@@ -82,7 +83,9 @@ public final class QualityBench {
     }
     List<Measurement> results = measurements(dir, passes);
     System.out.println(Report.machine());
-    System.out.println(Report.table(results));
+    for (Measurement m : results)
+      System.out.printf(Locale.ROOT, "%-16s %8.4f %-4s %-9s %s (%s)%n", m.name(), m.value(), m.unit(),
+          m.ratio() == null ? "" : String.format(Locale.ROOT, "x%.4f", m.ratio()), m.shape(), m.stat());
     if (s.json() != null) Report.writeJson(Path.of(s.json()), results);
   }
 
@@ -103,21 +106,26 @@ public final class QualityBench {
     return out;
   }
 
-  /** The text's tokens cut into windows of {@code window}, each opened with BOS; at most {@code maxTokens} scored. */
+  /**
+   * The text's documents (separated by blank lines) as windows of at most {@code window} tokens, each opened with BOS,
+   * as the demo model was trained (documents packed with BOS between them); at most {@code maxTokens} scored.
+   */
   static List<int[]> windows(Path dir, String text, int window, int maxTokens) {
     try (Tokenizer tokenizer = Tokenizer.load(dir)) {
-      int[] ids = tokenizer.encode(text, false);
-      int bos = tokenizer.bosId();
       List<int[]> out = new ArrayList<>();
-      int body = window - 1, scored = 0;
-      for (int at = 0; at + 2 <= ids.length && scored < maxTokens; at += body) {
-        int[] w = new int[1 + Math.min(body, ids.length - at)];
-        w[0] = bos;
-        System.arraycopy(ids, at, w, 1, w.length - 1);
-        out.add(w);
-        scored += w.length - 1;
+      int scored = 0;
+      for (String document : text.split("\\n\\s*\\n")) {
+        if (scored >= maxTokens) break;
+        int[] ids = tokenizer.encode(document.strip(), false);
+        for (int at = 0; at < ids.length && scored < maxTokens; at += window - 1) {
+          int[] w = new int[1 + Math.min(window - 1, ids.length - at)];
+          w[0] = tokenizer.bosId();
+          System.arraycopy(ids, at, w, 1, w.length - 1);
+          out.add(w);
+          scored += w.length - 1;
+        }
       }
-      if (out.isEmpty()) throw new IllegalArgumentException("the held-out text has fewer than 2 tokens");
+      if (out.isEmpty()) throw new IllegalArgumentException("the held-out text has no document of at least 1 token");
       return out;
     }
   }

@@ -133,8 +133,9 @@ public final class ServeBench {
     return List.copyOf(errors);
   }
 
-  /** Where {@code bin/moemesh} caches the demo model of that name. */
-  static Path demoModelDir(String model) {
+  /** The demo model of that name: the trained one in the repository, or where {@code bin/moemesh} caches the others. */
+  static Path demoModelDir(String model) throws IOException {
+    if (model.equals(io.moemesh.engine.cli.DemoModels.DEFAULT)) return io.moemesh.engine.cli.DemoModels.ensure(model);
     String home = System.getenv("MOEMESH_HOME");
     Path base = home != null && !home.isBlank() ? Path.of(home) : Path.of(System.getProperty("user.home"), ".cache", "moemesh");
     return base.resolve("models").resolve(model);

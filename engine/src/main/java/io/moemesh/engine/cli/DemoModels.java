@@ -9,12 +9,16 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 
 /**
- * The shipped model configs ({@code tiny}, {@code small}, {@code bench}) and the cache of demo checkpoints
- * made from them: {@code $MOEMESH_HOME/models/<name>} (default {@code ~/.cache/moemesh}). A checkpoint is
- * written to a temporary folder and renamed when complete, so an interrupted run never leaves half a model.
+ * The demo models: {@code demo}, the trained miniature DeepSeek-V3 in the repository ({@code models/demo}, made by
+ * {@code tools/train-demo}); and the seeded random checkpoints of the shipped configs ({@code tiny}, {@code small},
+ * {@code bench}), cached in {@code $MOEMESH_HOME/models/<name>} (default {@code ~/.cache/moemesh}). A random checkpoint
+ * is written to a temporary folder and renamed when complete, so an interrupted run never leaves half a model.
  */
 public final class DemoModels {
-  public static final String DEFAULT = "small";
+  /** The trained demo model: the default of {@code up}, {@code generate} and {@code bench quality}. */
+  public static final String DEFAULT = "demo";
+  /** Where the repository is, for {@link #DEFAULT}: set by {@code bin/moemesh}. */
+  static final String ROOT_PROPERTY = "moemesh.root";
   static final long DEFAULT_SEED = 0;
 
   private DemoModels() {}
@@ -38,8 +42,9 @@ public final class DemoModels {
     }
   }
 
-  /** The cached demo checkpoint of a shipped config, made on first use. */
+  /** The trained demo model, or a shipped config's cached random checkpoint (made on first use). */
   public static Path ensure(String name) throws IOException {
+    if (name.equals(DEFAULT)) return trained();
     Path dir = home().resolve("models").resolve(name);
     if (Files.isRegularFile(dir.resolve("model.safetensors")) && Files.isRegularFile(dir.resolve("tokenizer.json"))) return dir;
     System.err.println("moemesh: making the '" + name + "' demo model in " + dir + " (once; it is cached)");
@@ -52,6 +57,26 @@ public final class DemoModels {
       if (!Files.isRegularFile(dir.resolve("model.safetensors"))) throw e; // else another process won the race
     }
     return dir;
+  }
+
+  /** The repository's {@code models/demo}: under {@code moemesh.root}, else above this class's build output. */
+  static Path trained() {
+    String root = System.getProperty(ROOT_PROPERTY);
+    Path dir = root != null ? Path.of(root) : repositoryOf(DemoModels.class);
+    if (dir != null && Files.isRegularFile(dir.resolve("models/demo/model.safetensors"))) return dir.resolve("models/demo");
+    throw new UsageException("the trained demo model lives in the repository's models/demo; run bin/moemesh from a clone"
+        + " (or give --model DIR)");
+  }
+
+  /** The clone a class was built in ({@code <root>/<module>/target/classes}), or null. */
+  private static Path repositoryOf(Class<?> type) {
+    try {
+      Path classes = Path.of(type.getProtectionDomain().getCodeSource().getLocation().toURI());
+      Path root = classes.getParent() == null || classes.getParent().getParent() == null ? null : classes.getParent().getParent().getParent();
+      return root != null && Files.isDirectory(root.resolve("models")) ? root : null;
+    } catch (java.net.URISyntaxException | RuntimeException e) {
+      return null;
+    }
   }
 
   /** A progress line on stderr, rewritten in place, every whole percent. */
