@@ -47,6 +47,7 @@ stop_mesh() {
   for pid in "${MESH_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${MESH_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
   MESH_PIDS=()
+  rm -f "$(mesh_home)/run/mesh.key" # a new one for the next mesh
 }
 
 # Polls every service's /q/health/ready; a service that exits or is not ready in time fails the start.
@@ -213,6 +214,6 @@ cmd_down() {
   while read -r pid; do
     while kill -0 "$pid" 2>/dev/null; do sleep 0.2; done
   done <"$pids_file"
-  rm -f "$pids_file"
+  rm -f "$pids_file" "$(mesh_home)/run/mesh.key"
   echo "moemesh: stopped"
 }
