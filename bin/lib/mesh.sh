@@ -154,7 +154,7 @@ cmd_up() {
       remote+=(moemesh.experts.shared-address=localhost:9601)
     fi
   fi
-  local routing=()
+  local routing=() decode_stores=()
   if ((single)); then
     routing=(moemesh.gateway.disaggregation=false)
   else
@@ -169,10 +169,11 @@ cmd_up() {
       prefill_list+="${prefill_list:+,}localhost:$((9201 + 10 * i))"
     done
     routing=("moemesh.gateway.prefill.replicas=$prefill_list")
+    decode_stores=("moemesh.decode.kv-stores=$store_list") # decode dials no store a request names beyond these
   fi
   for ((i = 0; i < replicas; i++)); do
     start_service "decode-$i" decode-svc $((9300 + 10 * i)) quarkus.grpc.server.port=$((9301 + 10 * i)) "${engine[@]}" \
-      "moemesh.engine.threads=$decode_threads" "${remote[@]}"
+      "moemesh.engine.threads=$decode_threads" "${remote[@]}" "${decode_stores[@]}"
     decode_list+="${decode_list:+,}localhost:$((9301 + 10 * i))"
   done
   start_service gateway gateway "$port" "moemesh.gateway.model-dir=$model" "${routing[@]}" \

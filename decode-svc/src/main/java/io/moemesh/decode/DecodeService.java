@@ -34,6 +34,13 @@ public class DecodeService implements Decode {
   @ConfigProperty(name = "moemesh.decode.on-load-failure", defaultValue = "recompute")
   String defaultOnLoadFailure;
 
+  /**
+   * The kv-stores a ticket may name (as the prefills list them); unset = any store a caller names (only callers with
+   * the mesh's credentials can hand one over). Set, decode never dials an address a request chose.
+   */
+  @ConfigProperty(name = "moemesh.decode.kv-stores")
+  java.util.Optional<java.util.List<String>> kvStores;
+
   @Override
   public Multi<GenerateResponse> generate(GenerateRequest request) {
     return Multi.createFrom().emitter(emitter -> {
@@ -76,6 +83,10 @@ public class DecodeService implements Decode {
     KvHandoff handoff = KvHandoff.LOCAL;
     if (r.hasTicket()) {
       if (!r.hasFirstToken()) throw new IllegalArgumentException("a request with a KV ticket needs the prefill's first_token");
+      String store = r.getTicket().getStoreAddress();
+      if (kvStores.isPresent() && !kvStores.get().contains(store))
+        throw new IllegalArgumentException("the ticket names kv-store " + store + ", which this replica does not read from"
+            + " (moemesh.decode.kv-stores)");
       if (r.getTicket().getNumTokens() != prompt.length)
         throw new IllegalArgumentException("the ticket holds " + r.getTicket().getNumTokens() + " tokens but the prompt has " + prompt.length);
       // a speculating prefill stored the MTP layer after the main model's: with it this engine drafts from the first step

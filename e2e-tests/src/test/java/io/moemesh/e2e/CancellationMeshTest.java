@@ -94,12 +94,13 @@ class CancellationMeshTest {
     prefill = ServiceProcess.start("prefill-svc", "cancel-prefill", prefillProps);
     var decodeProps = new ArrayList<>(engine);
     decodeProps.add("moemesh.decode.kv-lease-extension=" + LEASE.toSeconds() + "s");
+    stuckStore = new ServerSocket(0); // accepts connections (the kernel's backlog) and never answers
+    decodeProps.add("moemesh.decode.kv-stores=" + kvStore.grpcAddress() + ",localhost:" + stuckStore.getLocalPort());
     decode = ServiceProcess.start("decode-svc", "cancel-decode", decodeProps);
     // prefill computes 4 tokens a step here, so queues of prompts must not be refused for their predicted wait
     gateway = ServiceProcess.start("gateway", "cancel-gateway", List.of("moemesh.gateway.model-dir=" + model, meshKey,
         "moemesh.gateway.max-queue-wait=1h",
         "moemesh.gateway.prefill.replicas=" + prefill.grpcAddress(), "moemesh.gateway.decode.replicas=" + decode.grpcAddress()));
-    stuckStore = new ServerSocket(0); // accepts connections (the kernel's backlog) and never answers
     reference = LoadedEngine.open(EngineSettings.fromConfig("e", key -> Optional.ofNullable(
         Map.of("e.model-dir", model.toString(), "e.kv-cache-memory", "16M").get(key))), KvConnector.NONE, (done, total) -> {});
     tokenizer = Tokenizer.load(model);
@@ -255,6 +256,22 @@ class CancellationMeshTest {
       }
     }
     assertThat(storeSays("anything")).as("the mesh's own credentials pass").contains("does not exist");
+    awaitIdle(PROMPTLY);
+  }
+
+  /** Decode dials only the stores it is configured with, never an address a request names. */
+  @Test
+  void aTicketNamingAnUnlistedStoreIsRefused() {
+    int[] p = prompt(93, 12);
+    var ticket = KvTicket.newBuilder().setStoreAddress("localhost:1").setObjectKey("elsewhere").setNumTokens(p.length);
+    var request = GenerateRequest.newBuilder().setRequestId("elsewhere").addAllPromptTokenIds(ids(p)).setSampling(IGNORE_EOS)
+        .setMaxTokens(4).setTicket(ticket).setFirstToken(SampledToken.newBuilder().setTokenId(7)).build();
+    org.assertj.core.api.Assertions.assertThatThrownBy(
+            () -> DecodeGrpc.newBlockingStub(decodeChannel).withDeadlineAfter(10, TimeUnit.SECONDS).generate(request).hasNext())
+        .isInstanceOfSatisfying(StatusRuntimeException.class, e -> {
+          assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT);
+          assertThat(e.getStatus().getDescription()).contains("localhost:1", "moemesh.decode.kv-stores");
+        });
     awaitIdle(PROMPTLY);
   }
 
