@@ -10,7 +10,6 @@ import io.moemesh.engine.kv.KvCacheManager;
 import io.moemesh.model.DeepseekModel;
 import io.moemesh.model.Precision;
 import io.moemesh.model.demo.DemoCheckpoint;
-import io.moemesh.model.sampling.SampledToken;
 import io.moemesh.model.sampling.Sampler;
 import io.moemesh.model.sampling.SamplingParams;
 import java.nio.file.Files;
@@ -21,7 +20,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.function.UnaryOperator;
 import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -351,129 +349,6 @@ class SpeculativeDecodingTest {
     int best = 0;
     for (int i = 1; i < x.length; i++) if (x[i] > x[best]) best = i;
     return best;
-  }
-
-  @Nested
-  class Sampling {
-    /**
-     * Sampled tokens keep the target distribution: the joint law of the first two tokens (temperature 1, top-k 3, so 9
-     * cells) over 600 seeds, against the main model's own probabilities (Pearson's chi-square, 8 degrees of freedom,
-     * 26.12 = the 0.999 quantile). The second token is the first one verified: drafts from the real MTP module, and
-     * from a one-hot oracle guessing the likeliest token (accepted often, so both branches of the sampler run).
-     */
-    @ParameterizedTest
-    @ValueSource(booleans = {false, true})
-    void theFirstTokensKeepTheTargetDistribution(boolean oracleDrafts) throws Exception {
-      DeepseekModel model = TinyModel.model(Precision.BF16);
-      int[] prompt = randomPrompt(42, 11);
-      var params = SamplingParams.builder().temperature(1.0).topK(3).ignoreEos(true);
-      var kv = new KvCacheConfig(400, 8, true);
-      var scheduler = SchedulerConfig.defaults().withMaxRunningRequests(64);
-      // the target: p(t1) from the prompt's last row, p(t2 | t1) from the row after each t1
-      Map<Integer, float[]> rows = new ConcurrentHashMap<>();
-      float[] first = lastRow(model, prompt);
-      int[] top1 = topK(first, 3);
-      double[] p1 = softmaxOf(first, top1);
-      Map<Integer, int[]> top2 = new HashMap<>();
-      Map<Integer, double[]> p2 = new HashMap<>();
-      for (int t1 : top1) {
-        int[] extended = Arrays.copyOf(prompt, prompt.length + 1);
-        extended[prompt.length] = t1;
-        float[] row = lastRow(model, extended);
-        top2.put(t1, topK(row, 3));
-        p2.put(t1, softmaxOf(row, top2.get(t1)));
-      }
-      int n = 600;
-      List<GenerationRequest> requests = new ArrayList<>();
-      for (int i = 0; i < n; i++) requests.add(GenerationRequest.of("s" + i, prompt, params.seed(1000L + i).build(), 3));
-      int guess = top2.get(top1[0])[0]; // the likeliest second token after the likeliest first
-      DraftRewriter oracle = oracleDrafts ? (id, numTokens, d) -> List.of(new Sampler.Draft(guess, null, 1)) : null;
-      SpecRun mtp = run(model, scheduler, kv, requests, 2, oracle, false);
-      long[][] observed = new long[3][3];
-      for (GenerationRequest r : requests) {
-        int[] t = mtp.run().tokens(r.id());
-        int i = indexOf(top1, t[0]);
-        assertThat(i).as("t1 in the top 3").isNotNegative();
-        int j = indexOf(top2.get(t[0]), t[1]);
-        assertThat(j).as("t2 in the top 3 after t1").isNotNegative();
-        observed[i][j]++;
-      }
-      double chi = 0;
-      for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++) {
-          double e = n * p1[i] * p2.get(top1[i])[j];
-          chi += (observed[i][j] - e) * (observed[i][j] - e) / e;
-        }
-      SpecDecodeStats s = mtp.run().stats().speculation();
-      System.out.printf("sampling, oracle=%s: chi²=%.2f, %s, observed %s%n", oracleDrafts, chi, s, Arrays.deepToString(observed));
-      assertThat(chi).isLessThan(26.12);
-      assertThat(s.numDrafts()).isEqualTo(n); // one verification per request: max_tokens 3 leaves room for one draft
-      assertCountersAddUp(s, 2);
-      if (oracleDrafts) assertThat(s.numAcceptedTokens()).isPositive();
-    }
-  }
-
-  static float[] lastRow(DeepseekModel model, int[] prompt) throws Exception {
-    var run = EngineTest.run(model, EngineTest.ROOMY, new KvCacheConfig(64, 8, false), List.of(GenerationRequest.of("ref", prompt, GREEDY, 1)));
-    return run.logits().get("ref").get(prompt.length - 1);
-  }
-
-  static int[] topK(float[] row, int k) {
-    Integer[] ids = new Integer[row.length];
-    for (int i = 0; i < ids.length; i++) ids[i] = i;
-    Arrays.sort(ids, (a, b) -> row[a] != row[b] ? Float.compare(row[b], row[a]) : Integer.compare(a, b));
-    int[] out = new int[k];
-    for (int i = 0; i < k; i++) out[i] = ids[i];
-    return out;
-  }
-
-  static double[] softmaxOf(float[] row, int[] ids) {
-    double max = row[ids[0]], sum = 0;
-    double[] p = new double[ids.length];
-    for (int i = 0; i < ids.length; i++) sum += p[i] = Math.exp(row[ids[i]] - max);
-    for (int i = 0; i < ids.length; i++) p[i] /= sum;
-    return p;
-  }
-
-  static int indexOf(int[] ids, int id) {
-    for (int i = 0; i < ids.length; i++) if (ids[i] == id) return i;
-    return -1;
-  }
-
-  /**
-   * On demand ({@code -Dmoemesh.spec-probe=MODEL_DIR}, e.g. the bench demo model): decode tokens/s and the median
-   * decode step without speculation, with the model's own MTP drafts, and with drafts an oracle always gets right
-   * (the ceiling a trained MTP head approaches), at batch 1 and 8. Asserts nothing but the tokens.
-   */
-  @Test
-  void throughputProbe() throws Exception {
-    String dir = System.getProperty("moemesh.spec-probe");
-    org.junit.jupiter.api.Assumptions.assumeTrue(dir != null, "on demand: -Dmoemesh.spec-probe=MODEL_DIR");
-    try (DeepseekModel model = DeepseekModel.load(Path.of(dir), Precision.INT8, TinyModel.kernels(), (d, t) -> {})) {
-      int vocab = model.config().vocabSize();
-      for (int batch : new int[] {1, 8}) {
-        List<GenerationRequest> requests = new ArrayList<>();
-        for (int i = 0; i < batch; i++) {
-          int[] prompt = new java.util.SplittableRandom(i).ints(32, 300, Math.min(4000, vocab)).toArray();
-          requests.add(GenerationRequest.of("p" + i, prompt, GREEDY, 40));
-        }
-        var kv = new KvCacheConfig(batch * 8 + 8, 16, false);
-        var slow = java.time.Duration.ofMinutes(30); // a big model on a busy machine
-        run(model, EngineTest.ROOMY, kv, requests, 0, null, false, slow); // warm-up
-        SpecRun off = run(model, EngineTest.ROOMY, kv, requests, 0, null, false, slow);
-        Map<String, int[]> truth = fullSequences(requests, off.run());
-        System.out.printf("probe %s batch %d: k=0 %.1f tok/s, step %.1f ms%n", Path.of(dir).getFileName(), batch, off.decodeTokensPerSecond(),
-            off.msPerDecodeStep());
-        for (int k = 1; k <= 3; k++) {
-          SpecRun own = run(model, EngineTest.ROOMY, kv, requests, k, null, false, slow);
-          SpecRun oracle = run(model, EngineTest.ROOMY, kv, requests, k, oracle(truth, k, k), false, slow);
-          for (GenerationRequest r : requests) assertThat(oracle.run().tokens(r.id())).isEqualTo(off.run().tokens(r.id()));
-          System.out.printf("probe batch %d k=%d: own drafts %.1f tok/s, step %.1f ms, %s; oracle %.1f tok/s, step %.1f ms, %.2f tokens/step%n",
-              batch, k, own.decodeTokensPerSecond(), own.msPerDecodeStep(), own.run().stats().speculation(), oracle.decodeTokensPerSecond(),
-              oracle.msPerDecodeStep(), oracle.run().stats().speculation().meanAcceptanceLength());
-        }
-      }
-    }
   }
 
   @Nested
