@@ -54,7 +54,9 @@ public class DecodeService implements Decode {
       var engine = host.engine();
       if (request.hasTicket()) connector.expect(spec.id(), request.getTicket());
       try {
-        engine.submit(spec, metrics.timed(output -> emit(emitter, output)));
+        // with a ticket, the prefill replica produced (and counted) the request's first token
+        var leg = request.hasTicket() ? EngineMetrics.Leg.AFTER_FIRST_TOKEN : EngineMetrics.Leg.WHOLE;
+        engine.submit(spec, metrics.timed(output -> emit(emitter, output), leg));
       } catch (IllegalArgumentException e) {
         connector.abandon(spec.id());
         emitter.fail(Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException());

@@ -72,8 +72,12 @@ class DisaggregatedMeshTest {
     DemoCheckpoint.writeShipped("tiny", model, 11, DemoCheckpoint.Format.BF16, (done, total) -> {});
     traces = new OtlpReceiver();
     List<String> tracing = List.of("moemesh.otlp.endpoint=" + traces.endpoint(), "quarkus.otel.bsp.schedule.delay=100ms");
-    kvStore = ServiceProcess.start("kv-store", "kv-store", with(tracing, "moemesh.kv-store.max-bytes=64M"));
-    kvStore2 = ServiceProcess.start("kv-store", "kv-store-2", with(tracing, "moemesh.kv-store.max-bytes=64M"));
+    // the stores export through OpenTelemetry's standard variables (as deploy/k8s/components/tracing sets them), the rest
+    // through the project's key
+    Map<String, String> otelEnv = Map.of("OTEL_EXPORTER_OTLP_ENDPOINT", traces.endpoint());
+    List<String> store = List.of("moemesh.kv-store.max-bytes=64M", "quarkus.otel.bsp.schedule.delay=100ms");
+    kvStore = ServiceProcess.start("kv-store", "kv-store", store, otelEnv);
+    kvStore2 = ServiceProcess.start("kv-store", "kv-store-2", store, otelEnv);
     List<String> engine = with(tracing, "moemesh.engine.model-dir=" + model, "moemesh.engine.kv-cache-memory=16M", "moemesh.engine.threads=1");
     var prefillProps = new ArrayList<>(engine);
     prefillProps.addAll(List.of("moemesh.prefill.kv-store=" + kvStore.grpcAddress() + "," + kvStore2.grpcAddress(),

@@ -38,8 +38,19 @@ final class ServiceProcess implements AutoCloseable {
     return start(module, name, properties, freePort(), freePort());
   }
 
+  /** Starts the service with these environment variables added to the test's. */
+  static ServiceProcess start(String module, String name, List<String> properties, java.util.Map<String, String> env) throws IOException {
+    Files.deleteIfExists(ROOT.resolve("e2e-tests/target/e2e-logs").resolve(name + ".log"));
+    return start(module, name, properties, freePort(), freePort(), env);
+  }
+
   /** Starts the service on given ports (e.g. again, after {@link #kill}). */
   static ServiceProcess start(String module, String name, List<String> properties, int http, int grpc) throws IOException {
+    return start(module, name, properties, http, grpc, java.util.Map.of());
+  }
+
+  private static ServiceProcess start(String module, String name, List<String> properties, int http, int grpc,
+      java.util.Map<String, String> env) throws IOException {
     Path jar = ROOT.resolve(module).resolve("target/quarkus-app/quarkus-run.jar");
     if (!Files.isRegularFile(jar)) throw new IllegalStateException(jar + " is missing: build " + module + " first (./mvnw verify builds it)");
     List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
@@ -50,7 +61,9 @@ final class ServiceProcess implements AutoCloseable {
     Path logs = ROOT.resolve("e2e-tests/target/e2e-logs");
     Files.createDirectories(logs);
     Path log = logs.resolve(name + ".log");
-    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
+    var builder = new ProcessBuilder(cmd);
+    builder.environment().putAll(env);
+    Process p = builder.redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
     return new ServiceProcess(name, http, grpc, p, log);
   }
 

@@ -17,16 +17,38 @@ import java.time.Duration;
 import java.util.function.ToDoubleFunction;
 
 /**
- * The engine's figures on {@code /q/metrics} under vLLM's names, which Kubernetes inference gateways and
- * autoscalers read (docs/architecture.md, "Observability"); NaN while the model loads.
+ * The engine's figures on {@code /q/metrics} under vLLM's names, labels ({@code model_name}) and histogram buckets,
+ * which vLLM's dashboards, Kubernetes inference gateways and autoscalers read (docs/architecture.md,
+ * "Observability"); NaN while the model loads.
  */
 @ApplicationScoped
 public class EngineMetrics {
+  /** vLLM's buckets (vllm/v1/metrics): time to first token well past 30 s, inter-token latency, end to end. */
+  private static final double[] TTFT_BUCKETS = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0,
+      7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0};
+  private static final double[] ITL_BUCKETS = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5,
+      10.0, 20.0, 40.0, 80.0};
+  private static final double[] E2E_BUCKETS = {0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0,
+      120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
+
+  /**
+   * What of a request this replica counts, so that the disaggregated mesh counts each request once: the prefill
+   * replica its first token (time to first token, and the end of a request that ends there), the decode replica the
+   * rest (inter-token latency, end to end from its arrival, finish reason); an engine that runs the whole request
+   * counts everything. A request of one token (max_tokens 1) ends at the hand-over and is counted by the gateway only.
+   */
+  public enum Leg { WHOLE, FIRST_TOKEN, AFTER_FIRST_TOKEN }
+
   @Inject EngineHost host;
   @Inject MeterRegistry registry;
   @Inject Config config;
+  private String modelName;
+  private volatile boolean cacheConfigRegistered;
 
   void register(@Observes StartupEvent event) {
+    // the checkpoint directory's name, as the engine's spans and prefix hashes name the model (DeepseekModel.modelId)
+    modelName = config.getOptionalValue("moemesh.engine.model-dir", String.class)
+        .map(d -> java.nio.file.Path.of(d).getFileName()).map(Object::toString).orElse("unknown");
     gauge("vllm:num_requests_running", "Requests in the running batch", s -> s.numRunning());
     gauge("vllm:num_requests_waiting", "Requests waiting to be scheduled (incl. those whose KV is arriving)",
         s -> s.numWaiting() + s.numLoadingKv());
@@ -37,6 +59,8 @@ public class EngineMetrics {
     counter("vllm:prompt_tokens_total", "Prompt tokens computed", s -> s.promptTokens());
     counter("vllm:generation_tokens_total", "Tokens generated", s -> s.generatedTokens());
     counter("vllm:num_preemptions_total", "Requests preempted for lack of KV pages", s -> s.preemptions());
+    counter("vllm:prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache", s -> s.kvCache().queriedTokens());
+    counter("vllm:prefix_cache_hits_total", "Prompt tokens found in the prefix cache", s -> s.kvCache().hitTokens());
     registerSpecDecode();
   }
 
@@ -55,7 +79,8 @@ public class EngineMetrics {
         EngineStats s = m.stats();
         long[] accepted = s == null ? new long[0] : s.speculation().acceptedPerPosition();
         return position < accepted.length ? accepted[position] : 0;
-      }).description("Draft tokens accepted at each draft position (0-based)").tag("position", Integer.toString(position)).register(registry);
+      }).description("Draft tokens accepted at each draft position (0-based)").tag("model_name", modelName)
+          .tag("position", Integer.toString(position)).register(registry);
     }
   }
 
@@ -63,48 +88,67 @@ public class EngineMetrics {
    * Wraps a request's listener to time it as vLLM does: {@code vllm:time_to_first_token_seconds} (submit to
    * first token), {@code vllm:inter_token_latency_seconds} (between outputs with tokens),
    * {@code vllm:e2e_request_latency_seconds} (submit to finish) and {@code vllm:request_success_total}
-   * by {@code finished_reason}. Called on the engine's step thread, like the listener.
+   * by {@code finished_reason}, each only where {@code leg} counts it. Called on the engine's step thread, like the listener.
    */
-  public Engine.OutputListener timed(Engine.OutputListener listener) {
+  public Engine.OutputListener timed(Engine.OutputListener listener, Leg leg) {
     long submitted = System.nanoTime();
     long[] last = {0};
     return output -> {
       long now = System.nanoTime();
       if (!output.newTokens().isEmpty()) {
-        if (last[0] == 0) timer("vllm:time_to_first_token", "Time to the first token").record(Duration.ofNanos(now - submitted));
-        else timer("vllm:inter_token_latency", "Time between tokens of a request").record(Duration.ofNanos(now - last[0]));
+        if (last[0] == 0) {
+          if (leg != Leg.AFTER_FIRST_TOKEN) timer("vllm:time_to_first_token", "Time to the first token", TTFT_BUCKETS).record(Duration.ofNanos(now - submitted));
+        } else if (leg != Leg.FIRST_TOKEN) {
+          timer("vllm:inter_token_latency", "Time between tokens of a request", ITL_BUCKETS).record(Duration.ofNanos(now - last[0]));
+        }
         last[0] = now;
       }
-      if (output.finished()) finished(output, now - submitted);
+      // a prefill's "length" is the hand-over to decode, which counts the request's end; a stop, an abort or an error
+      // at the first token ends the request here
+      if (output.finished() && !(leg == Leg.FIRST_TOKEN && output.status().finishReason().equals("length"))) finished(output, now - submitted);
       listener.onOutput(output);
     };
   }
 
   private void finished(RequestOutput output, long nanos) {
-    timer("vllm:e2e_request_latency", "Time from submit to finish").record(Duration.ofNanos(nanos));
-    Counter.builder("vllm:request_success").description("Finished requests by finish reason")
+    timer("vllm:e2e_request_latency", "Time from submit to finish", E2E_BUCKETS).record(Duration.ofNanos(nanos));
+    Counter.builder("vllm:request_success").description("Finished requests by finish reason").tag("model_name", modelName)
         .tag("finished_reason", output.status().finishReason()).register(registry).increment();
   }
 
-  private Timer timer(String name, String help) {
-    return Timer.builder(name).description(help).publishPercentileHistogram().register(registry);
+  private Timer timer(String name, String help, double[] bucketsSeconds) {
+    Duration[] buckets = new Duration[bucketsSeconds.length];
+    for (int i = 0; i < buckets.length; i++) buckets[i] = Duration.ofNanos(Math.round(bucketsSeconds[i] * 1e9));
+    return Timer.builder(name).description(help).tag("model_name", modelName).serviceLevelObjectives(buckets).register(registry);
   }
 
   private EngineStats stats() {
-    return host.isReady() ? host.engine().stats() : null;
+    if (!host.isReady()) return null;
+    EngineStats s = host.engine().stats();
+    if (!cacheConfigRegistered) registerCacheConfig(s);
+    return s;
+  }
+
+  /** {@code vllm:cache_config_info}: the KV cache's shape as labels, value 1; known once the model has loaded. */
+  private synchronized void registerCacheConfig(EngineStats s) {
+    if (cacheConfigRegistered) return;
+    Gauge.builder("vllm:cache_config_info", () -> 1).description("The KV cache's configuration (labels), 1").tag("model_name", modelName)
+        .tag("block_size", Integer.toString(s.kvCache().pageSize())).tag("num_gpu_blocks", Integer.toString(s.kvCache().numPages()))
+        .tag("cache_dtype", host.loaded().model().precision().kvCacheDType().name().toLowerCase(java.util.Locale.ROOT)).register(registry);
+    cacheConfigRegistered = true;
   }
 
   private void gauge(String name, String help, ToDoubleFunction<EngineStats> value) {
     Gauge.builder(name, this, m -> {
       EngineStats s = m.stats();
       return s == null ? Double.NaN : value.applyAsDouble(s);
-    }).description(help).register(registry);
+    }).description(help).tag("model_name", modelName).register(registry);
   }
 
   private void counter(String name, String help, ToDoubleFunction<EngineStats> value) {
     FunctionCounter.builder(name, this, m -> {
       EngineStats s = m.stats();
       return s == null ? 0 : value.applyAsDouble(s);
-    }).description(help).register(registry);
+    }).description(help).tag("model_name", modelName).register(registry);
   }
 }

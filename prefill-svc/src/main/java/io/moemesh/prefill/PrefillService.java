@@ -99,7 +99,7 @@ public class PrefillService implements Prefill {
           forgetPrefix(spec);
           finish(spec, layout, storeAddress, out, emitter, call);
         }
-      }));
+      }, EngineMetrics.Leg.FIRST_TOKEN));
     } catch (IllegalArgumentException e) {
       settled.set(true);
       forgetPrefix(spec);

@@ -4,6 +4,7 @@ import io.grpc.Status;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
+import io.quarkus.runtime.Startup;
 import jakarta.inject.Singleton;
 import java.util.Locale;
 
@@ -17,8 +18,11 @@ import java.util.Locale;
  *   <li>{@code moemesh_kv_transfer_failures_total{direction,reason}}: transfers that failed, by {@link FailureReason}.
  * </ul>
  * A put revoked by its own side (the first token finished the request, or the request was cancelled) is neither.
- * Meters of a direction appear once it is first used: prefill-svc shows {@code sent}, decode-svc {@code received}.
+ * Bytes and times of a direction appear once it is first used: prefill-svc shows {@code sent}, decode-svc
+ * {@code received}. The failure counters are there from the start, at zero, so that rates and alerts over them work
+ * before the first failure.
  */
+@Startup
 @Singleton
 public class KvTransferMetrics {
   /** The {@code direction} tag. */
@@ -74,6 +78,7 @@ public class KvTransferMetrics {
 
   KvTransferMetrics(MeterRegistry registry) {
     this.registry = registry;
+    for (Direction d : Direction.values()) for (FailureReason r : FailureReason.values()) failures(d, r);
   }
 
   Counter bytes(Direction direction) {
@@ -89,7 +94,11 @@ public class KvTransferMetrics {
   }
 
   void failed(Direction direction, FailureReason reason) {
-    Counter.builder("moemesh.kv.transfer.failures").description("Failed KV transfers by reason")
-        .tag("direction", direction.tag()).tag("reason", reason.tag()).register(registry).increment();
+    failures(direction, reason).increment();
+  }
+
+  private Counter failures(Direction direction, FailureReason reason) {
+    return Counter.builder("moemesh.kv.transfer.failures").description("Failed KV transfers by reason")
+        .tag("direction", direction.tag()).tag("reason", reason.tag()).register(registry);
   }
 }

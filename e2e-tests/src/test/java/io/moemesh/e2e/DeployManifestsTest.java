@@ -1,4 +1,4 @@
-package io.moemesh.bench;
+package io.moemesh.e2e;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -25,12 +25,14 @@ import org.junit.jupiter.api.Test;
 /**
  * deploy/k8s holds together without a cluster: every file a kustomization names parses; every Service, ConfigMap,
  * volume claim, autoscaler target and disruption budget points at something that exists; container ports are the
- * ports each service's application.properties sets; every gRPC address in the config names a Service port; and,
- * where kubectl is installed, every kustomization renders. (YAML through jackson-dataformat-yaml, which jinjava
- * brings onto this module's classpath.)
+ * ports each service's application.properties sets; every gRPC address in the config names a Service port; every
+ * pod passes the restricted Pod Security Standard; every stage's ports are covered by a NetworkPolicy; and, where
+ * kubectl is installed, every kustomization renders (the KEDA component on top of an overlay too). The metric names
+ * the manifests use are checked against the running services in {@link DeployMetricsMeshTest}. (YAML through
+ * jackson-dataformat-yaml, which jinjava brings onto the classpath.)
  */
 class DeployManifestsTest {
-  static final Path ROOT = Path.of("").toAbsolutePath().getParent();
+  static final Path ROOT = ServiceProcess.ROOT.toAbsolutePath().normalize();
   static final Path K8S = ROOT.resolve("deploy/k8s");
   static final YAMLMapper YAML = new YAMLMapper();
   static final List<String> KUSTOMIZATIONS = List.of("base", "overlays/local", "overlays/ascend");
@@ -275,6 +277,165 @@ class DeployManifestsTest {
       assertThat(p.exitValue()).as(k + ":\n" + out).isZero();
       assertThat(out).as(k).contains("kind: Deployment", "kind: StatefulSet", "kind: HorizontalPodAutoscaler");
     }
+  }
+
+  @Test
+  void everyPodPassesTheRestrictedPodSecurityStandard() throws Exception {
+    for (Doc w : base().stream().filter(Doc::isWorkload).toList()) {
+      assertThat(RestrictedPodSecurity.violations(w.podSpec())).as(w.name()).isEmpty();
+      for (JsonNode c : w.podSpec().path("containers"))
+        assertThat(c.path("securityContext").path("readOnlyRootFilesystem").asBoolean()).as(w.name() + ": read-only root").isTrue();
+    }
+    Assumptions.assumeTrue(onPath("kubectl"), "kubectl is not installed: the overlays' pods (init containers) unchecked");
+    for (String k : KUSTOMIZATIONS) {
+      int pods = 0;
+      for (JsonNode d : rendered(K8S.resolve(k))) {
+        if (!d.path("kind").asText().matches("Deployment|StatefulSet")) continue;
+        JsonNode pod = d.path("spec").path("template").path("spec");
+        assertThat(RestrictedPodSecurity.violations(pod)).as(k + ": " + d.path("metadata").path("name").asText()).isEmpty();
+        pods++;
+      }
+      assertThat(pods).as(k).isEqualTo(6);
+    }
+  }
+
+  /** The check itself: a pod as kubectl run makes it (root, no securityContext) and a privileged one fail it. */
+  @Test
+  void theRestrictedCheckRejectsRootAndPrivilegedPods() throws IOException {
+    JsonNode plain = YAML.readTree("containers: [{name: app, image: x}]");
+    assertThat(RestrictedPodSecurity.violations(plain)).containsExactlyInAnyOrder(
+        "containers/app: allowPrivilegeEscalation must be false", "containers/app: capabilities must drop ALL",
+        "containers/app: runAsNonRoot must be true", "containers/app: seccompProfile must be RuntimeDefault or Localhost");
+    JsonNode privileged = YAML.readTree("""
+        hostNetwork: true
+        securityContext: {runAsNonRoot: true, seccompProfile: {type: RuntimeDefault}}
+        volumes: [{name: root, hostPath: {path: /}}]
+        initContainers:
+          - name: setup
+            securityContext: {privileged: true, allowPrivilegeEscalation: false, runAsUser: 0, capabilities: {drop: [ALL], add: [SYS_ADMIN]}}
+            ports: [{containerPort: 80, hostPort: 80}]
+        """);
+    assertThat(RestrictedPodSecurity.violations(privileged)).containsExactlyInAnyOrder("hostNetwork is true",
+        "volume root is of type hostPath", "initContainers/setup: privileged", "initContainers/setup: adds capability SYS_ADMIN",
+        "initContainers/setup: runs as user 0", "initContainers/setup: hostPort 80");
+  }
+
+  /**
+   * Ingress is denied to every mesh pod but for a policy naming the port: the gateway's HTTP port from anywhere, every
+   * other stage's gRPC port from the stages that call it, their HTTP ports from the monitoring namespace only.
+   */
+  @Test
+  void networkPoliciesOpenEachPortOnlyToItsCallers() throws IOException {
+    List<Doc> docs = base();
+    List<Doc> workloads = docs.stream().filter(Doc::isWorkload).toList();
+    List<Doc> policies = docs.stream().filter(d -> d.kind().equals("NetworkPolicy")).toList();
+    Map<String, Map<Integer, Set<String>>> open = new HashMap<>(); // workload → port → who may connect
+    boolean denyAll = false;
+    for (Doc p : policies) {
+      JsonNode spec = p.node().path("spec");
+      assertThat(spec.path("policyTypes").toString()).as(p.name()).contains("Ingress");
+      if (spec.path("ingress").isMissingNode()) {
+        denyAll = spec.path("podSelector").path("matchLabels").path("app.kubernetes.io/part-of").asText().equals("moemesh");
+        continue;
+      }
+      Doc w = selected(workloads, spec.path("podSelector").path("matchLabels"), p);
+      List<Integer> ports = containerPorts(w.podSpec().path("containers").get(0), null);
+      for (JsonNode rule : spec.path("ingress")) {
+        Set<String> from = new HashSet<>();
+        for (JsonNode f : rule.path("from")) {
+          if (f.has("podSelector")) from.add(selected(workloads, f.path("podSelector").path("matchLabels"), p).name());
+          else from.add("namespace " + f.path("namespaceSelector").path("matchLabels").path("kubernetes.io/metadata.name").asText());
+        }
+        if (from.isEmpty()) from.add("anyone");
+        for (JsonNode port : rule.path("ports")) {
+          assertThat(ports).as(p.name() + " opens a port of " + w.name()).contains(port.path("port").asInt());
+          open.computeIfAbsent(w.name(), x -> new HashMap<>()).computeIfAbsent(port.path("port").asInt(), x -> new HashSet<>()).addAll(from);
+        }
+      }
+    }
+    assertThat(denyAll).as("a default-deny policy over every mesh pod").isTrue();
+    Set<String> monitoring = Set.of("namespace monitoring");
+    assertThat(open).isEqualTo(Map.of(
+        "moemesh-gateway", Map.of(9100, Set.of("anyone")),
+        "moemesh-prefill", Map.of(9201, Set.of("moemesh-gateway"), 9200, monitoring),
+        "moemesh-decode", Map.of(9301, Set.of("moemesh-gateway"), 9300, monitoring),
+        "moemesh-kv-store", Map.of(9401, Set.of("moemesh-gateway", "moemesh-prefill", "moemesh-decode"), 9400, monitoring),
+        "moemesh-expert-routed", Map.of(9501, Set.of("moemesh-prefill", "moemesh-decode", "moemesh-expert-routed"), 9500, monitoring),
+        "moemesh-expert-shared", Map.of(9501, Set.of("moemesh-prefill", "moemesh-decode"), 9500, monitoring)));
+  }
+
+  /**
+   * The components render onto an overlay: KEDA replaces the autoscaled stages' HPAs with ScaledObjects on the same
+   * workloads; tracing adds a collector (restricted like the rest) and points every stage's OTLP export at it.
+   */
+  @Test
+  void theKedaAndTracingComponentsRenderOntoAnOverlay() throws Exception {
+    Assumptions.assumeTrue(onPath("kubectl"), "kubectl is not installed");
+    Path dir = ROOT.resolve("e2e-tests/target/components-overlay");
+    Files.createDirectories(dir);
+    Files.writeString(dir.resolve("kustomization.yaml"), """
+        apiVersion: kustomize.config.k8s.io/v1beta1
+        kind: Kustomization
+        resources: [../../../deploy/k8s/overlays/local]
+        components: [../../../deploy/k8s/components/keda, ../../../deploy/k8s/components/tracing]
+        """);
+    List<JsonNode> docs = rendered(dir);
+    assertThat(docs).noneMatch(d -> d.path("kind").asText().equals("HorizontalPodAutoscaler"));
+    Set<String> deployments = new HashSet<>();
+    for (JsonNode d : docs) {
+      if (!d.path("kind").asText().matches("Deployment|StatefulSet")) continue;
+      if (d.path("kind").asText().equals("Deployment")) deployments.add(d.path("metadata").path("name").asText());
+      JsonNode pod = d.path("spec").path("template").path("spec");
+      assertThat(RestrictedPodSecurity.violations(pod)).as(d.path("metadata").path("name").asText()).isEmpty();
+      if (d.path("metadata").path("name").asText().equals("moemesh-otel-collector")) continue;
+      assertThat(pod.path("containers").get(0).path("envFrom").toString()).as(d.path("metadata").path("name").asText() + " reads the config")
+          .contains("moemesh-config");
+    }
+    List<String> scaled = docs.stream().filter(d -> d.path("kind").asText().equals("ScaledObject"))
+        .map(d -> d.path("spec").path("scaleTargetRef").path("name").asText()).toList();
+    assertThat(scaled).containsExactlyInAnyOrder("moemesh-gateway", "moemesh-prefill", "moemesh-decode", "moemesh-expert-shared");
+    assertThat(deployments).containsAll(scaled).contains("moemesh-otel-collector");
+    JsonNode config = docs.stream().filter(d -> d.path("metadata").path("name").asText().equals("moemesh-config")).findFirst().orElseThrow();
+    assertThat(config.path("data").path("OTEL_EXPORTER_OTLP_ENDPOINT").asText()).isEqualTo("http://moemesh-otel-collector:4318");
+  }
+
+  /**
+   * deploy/docker/Dockerfile has a target per image the manifests run, copying that module's fast-jar from the one
+   * build stage, which builds every such module.
+   */
+  @Test
+  void theDockerfileHasATargetForEveryImage() throws IOException {
+    String dockerfile = Files.readString(ROOT.resolve("deploy/docker/Dockerfile"));
+    Matcher built = Pattern.compile("-pl ([a-z,-]+) -am package").matcher(dockerfile);
+    assertThat(built.find()).as("the build stage's reactor build").isTrue();
+    Set<String> modules = Set.of(built.group(1).split(","));
+    Map<String, String> targets = new HashMap<>();
+    Matcher stage = Pattern.compile("(?m)^FROM runtime AS ([a-z-]+)\\n(COPY [^\\n]+)").matcher(dockerfile);
+    while (stage.find()) targets.put(stage.group(1), stage.group(2));
+    Set<String> images = new HashSet<>();
+    for (Doc w : base().stream().filter(Doc::isWorkload).toList()) for (JsonNode c : w.podSpec().path("containers")) images.add(module(c));
+    assertThat(images).hasSize(5);
+    for (String image : images) {
+      assertThat(modules).as("the build stage builds " + image).contains(image);
+      assertThat(targets.get(image)).as("target " + image).isEqualTo(
+          "COPY --from=build --chown=185 /src/" + image + "/target/quarkus-app/ /deployments/");
+    }
+  }
+
+  /** {@code kubectl kustomize dir}, parsed. */
+  static List<JsonNode> rendered(Path dir) throws Exception {
+    Process p = new ProcessBuilder("kubectl", "kustomize", dir.toString()).redirectErrorStream(true).start();
+    String out;
+    try (InputStream in = p.getInputStream()) {
+      out = new String(in.readAllBytes());
+    }
+    assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
+    assertThat(p.exitValue()).as(dir + ":\n" + out).isZero();
+    List<JsonNode> docs = new ArrayList<>();
+    try (MappingIterator<JsonNode> it = YAML.readerFor(JsonNode.class).readValues(out)) {
+      while (it.hasNext()) docs.add(it.next());
+    }
+    return docs;
   }
 
   /** The module an image is built from: {@code moemesh/decode-svc:0.1.0} → {@code decode-svc}. */
