@@ -55,7 +55,7 @@ final class PrefixAffinity {
 
   /** Picks a reachable replica for {@code prompt} and remembers that it will hold the prompt's blocks; empty if none is reachable. */
   Optional<Choice> pick(List<Replica> replicas, int[] prompt) {
-    List<Replica> reachable = replicas.stream().filter(Replica::reachable).toList();
+    List<Replica> reachable = Replicas.routable(replicas);
     Optional<Replica> least = Replicas.leastQueued(reachable);
     if (least.isEmpty()) return Optional.empty();
     long[] chain = chain(prompt);

@@ -24,6 +24,7 @@ final class Replica {
   private int missedPolls; // consecutive Load calls that timed out or failed short of UNAVAILABLE; guarded by polling
   private volatile LoadReport load = LoadReport.getDefaultInstance();
   private volatile boolean reachable; // false until the first Load answers
+  private volatile boolean slow; // out of routing for missed polls only: busy, not known dead
 
   Replica(Role role, String address, ManagedChannel channel) {
     this.role = role;
@@ -41,6 +42,14 @@ final class Replica {
 
   ManagedChannel channel() {
     return channel;
+  }
+
+  /**
+   * Out of routing because its Load calls were slower than their deadline, not because it is gone: a last resort
+   * when no replica of its role is reachable (a 503 helps no one while a busy replica could still serve).
+   */
+  boolean slow() {
+    return !reachable && slow;
   }
 
   boolean reachable() {
@@ -86,6 +95,7 @@ final class Replica {
     load = report;
     othersRunning = Math.max(0, report.getNumRunning() + report.getNumWaiting() - localRequests.get());
     reachable = true;
+    slow = false;
     polling.set(false);
   }
 
@@ -95,7 +105,11 @@ final class Replica {
    * in a row, so a loaded replica is not mistaken for a dead one.
    */
   void pollFailed(io.grpc.Status.Code code) {
-    if (code == io.grpc.Status.Code.UNAVAILABLE || ++missedPolls >= MAX_MISSED_POLLS) leave("Load answered " + code);
+    boolean gone = code == io.grpc.Status.Code.UNAVAILABLE;
+    if (gone || ++missedPolls >= MAX_MISSED_POLLS) {
+      leave("Load answered " + code);
+      slow = !gone && answeredBefore;
+    }
     polling.set(false);
   }
 
@@ -104,6 +118,7 @@ final class Replica {
   /** A call found the replica unreachable: skip it until its next Load answers. */
   void markUnreachable() {
     leave("a call answered UNAVAILABLE");
+    slow = false;
   }
 
   private void leave(String why) {

@@ -30,7 +30,7 @@ import org.jboss.logging.Logger;
  * drawn at random ({@link #leastLoaded}), by streams counted at dispatch, so a burst spreads before any poll
  * reports it. A background poller calls every replica's {@code Load};
  * a replica counts as reachable while its polls answer (one UNAVAILABLE or three slow ones in a row take it out),
- * and unreachable ones are skipped. The pools come from
+ * and unreachable ones are skipped — but for slow ones when a role has nothing else (a busy replica, not a 503). The pools come from
  * {@link ReplicaDiscovery}: {@code dns:///name:port} entries are resolved again every discovery interval.
  */
 @Singleton
@@ -104,7 +104,13 @@ public class Replicas {
   }
 
   boolean anyPrefillReachable() {
-    return prefill.stream().anyMatch(Replica::reachable);
+    return !routable(prefill).isEmpty();
+  }
+
+  /** The reachable replicas; if there are none, the {@linkplain Replica#slow slow} ones (busy, not known dead). */
+  static List<Replica> routable(List<Replica> replicas) {
+    List<Replica> reachable = replicas.stream().filter(Replica::reachable).toList();
+    return reachable.isEmpty() ? replicas.stream().filter(Replica::slow).toList() : reachable;
   }
 
   /** The decode replica for a new stream ({@link #leastLoaded}); 503 if none is reachable. */
@@ -115,7 +121,7 @@ public class Replicas {
 
   /** Prefill routing: least queued prompt tokens (reported + sent since), among the reachable. */
   static Optional<Replica> leastQueued(List<Replica> replicas) {
-    return replicas.stream().filter(Replica::reachable).min(Comparator.comparingLong(Replica::queuedPromptTokens));
+    return routable(replicas).stream().min(Comparator.comparingLong(Replica::queuedPromptTokens));
   }
 
   /** KV-cache usage from which a decode replica is passed over while another has room. */
@@ -127,7 +133,7 @@ public class Replicas {
    * dispatch). Two random choices keep many gateways with the same stale view from herding onto one replica.
    */
   static Optional<Replica> leastLoaded(List<Replica> replicas, RandomGenerator random) {
-    List<Replica> live = replicas.stream().filter(Replica::reachable).toList();
+    List<Replica> live = routable(replicas);
     List<Replica> roomy = live.stream().filter(r -> r.load().getKvCacheUsage() < KV_NEARLY_FULL).toList();
     List<Replica> pool = roomy.isEmpty() ? live : roomy;
     if (pool.size() <= 1) return pool.stream().findFirst();
@@ -137,7 +143,7 @@ public class Replicas {
   }
 
   boolean anyDecodeReachable() {
-    return decode.stream().anyMatch(Replica::reachable);
+    return !routable(decode).isEmpty();
   }
 
   List<Replica> all() {

@@ -198,6 +198,27 @@ class ReplicaRoutingTest {
       assertThat(dead.reachable()).isFalse();
     }
 
+    /** A busy replica that missed its polls still serves when its role has no other: better late than a 503. */
+    @Test
+    void slowReplicasAreALastResortDeadOnesNever() {
+      Replica slow = decode("slow", 0.1, 0), dead = decode("dead", 0.1, 0), live = decode("live", 0.9, 40);
+      for (int miss = 0; miss < Replica.MAX_MISSED_POLLS; miss++) {
+        slow.startPoll();
+        slow.pollFailed(io.grpc.Status.Code.DEADLINE_EXCEEDED);
+      }
+      dead.startPoll();
+      dead.pollFailed(io.grpc.Status.Code.UNAVAILABLE);
+      var random = new java.util.Random(3);
+      assertThat(slow.slow()).isTrue();
+      assertThat(dead.slow()).isFalse();
+      for (int i = 0; i < 20; i++) assertThat(Replicas.leastLoaded(List.of(slow, dead, live), random)).as("a reachable one first").contains(live);
+      assertThat(Replicas.leastLoaded(List.of(slow, dead), random)).contains(slow);
+      assertThat(Replicas.leastQueued(List.of(dead, slow))).contains(slow);
+      assertThat(Replicas.leastLoaded(List.of(dead), random)).isEmpty();
+      slow.markUnreachable(); // a call found it gone
+      assertThat(Replicas.leastLoaded(List.of(slow, dead), random)).isEmpty();
+    }
+
     @Test
     void aReplicaComesBackWhenItsPollAnswersAgain() {
       Replica r = replica(Replica.Role.DECODE, "flaky", LoadReport.getDefaultInstance());
