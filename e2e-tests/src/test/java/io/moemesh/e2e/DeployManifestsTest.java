@@ -422,6 +422,66 @@ class DeployManifestsTest {
     }
   }
 
+  /**
+   * Every environment variable a manifest sets is a configuration key of the service that gets it (a ConfigMap's
+   * keys: of some service that reads the ConfigMap), so a renamed key cannot leave a manifest silently ignored.
+   */
+  @Test
+  void everyEnvironmentVariableIsAConfigKeyOfItsService() throws Exception {
+    List<JsonNode> workloads = new ArrayList<>();
+    base().stream().filter(Doc::isWorkload).forEach(d -> workloads.add(d.node()));
+    if (onPath("kubectl"))
+      for (String k : List.of("overlays/local", "overlays/ascend"))
+        rendered(K8S.resolve(k)).stream().filter(d -> d.path("kind").asText().matches("Deployment|StatefulSet")).forEach(workloads::add);
+    Map<String, Set<String>> envByModule = new HashMap<>();
+    Set<String> configMapReaders = new HashSet<>();
+    int checked = 0;
+    for (JsonNode w : workloads) {
+      JsonNode pod = w.path("spec").path("template").path("spec");
+      for (String list : List.of("initContainers", "containers"))
+        for (JsonNode c : pod.path(list)) {
+          Set<String> env = envByModule.computeIfAbsent(module(c), m -> new HashSet<>());
+          if (c.has("command")) continue; // a CLI run (the demo model's init container), not the service
+          for (JsonNode e : c.path("env")) env.add(e.path("name").asText());
+          if (c.path("envFrom").toString().contains("moemesh-config")) configMapReaders.add(module(c));
+        }
+    }
+    String dockerfile = Files.readString(ROOT.resolve("deploy/docker/Dockerfile"));
+    Map<String, Set<String>> envNames = new HashMap<>();
+    for (String module : envByModule.keySet()) {
+      Set<String> names = new HashSet<>();
+      for (String key : ConfigKeys.of(module)) names.add(ConfigKeys.envName(key));
+      envNames.put(module, names);
+    }
+    for (var e : envByModule.entrySet())
+      for (String name : e.getValue()) {
+        if (name.equals("JAVA_OPTS_APPEND")) {
+          assertThat(dockerfile).as("the image's entry point reads JAVA_OPTS_APPEND").contains("$JAVA_OPTS_APPEND");
+          continue;
+        }
+        assertThat(envNames.get(e.getKey())).as(e.getKey() + " reads " + name).contains(name);
+        checked++;
+      }
+    for (var data : byKindAndName(base()).get("ConfigMap/moemesh-config").node().path("data").properties()) {
+      assertThat(configMapReaders).as(data.getKey() + ": a service that reads it")
+          .anyMatch(m -> envNames.get(m).contains(data.getKey()));
+      checked++;
+    }
+    assertThat(checked).isGreaterThan(30);
+  }
+
+  /** The check above is not vacuous: a misspelt or a foreign key is no key of the service. */
+  @Test
+  void configKeysComeFromTheServicesCode() throws Exception {
+    Set<String> decode = ConfigKeys.of("decode-svc"), gateway = ConfigKeys.of("gateway");
+    assertThat(decode).contains("moemesh.engine.kv-cache-memory", "moemesh.experts.shared-address", "moemesh.decode.kv-stores",
+        "moemesh.mesh.key-file", "otel.exporter.otlp.endpoint");
+    assertThat(gateway).contains("moemesh.gateway.prefix-routing.block-tokens", "moemesh.gateway.api-keys")
+        .doesNotContain("moemesh.engine.kv-cache-memory");
+    assertThat(ConfigKeys.envName("moemesh.gateway.max-queue-wait")).isEqualTo("MOEMESH_GATEWAY_MAX_QUEUE_WAIT");
+    assertThat(decode.stream().map(ConfigKeys::envName)).doesNotContain("MOEMESH_ENGINE_KV_CACHE_MEMRY", "MOEMESH_GATEWAY_API_KEYS");
+  }
+
   /** {@code kubectl kustomize dir}, parsed. */
   static List<JsonNode> rendered(Path dir) throws Exception {
     Process p = new ProcessBuilder("kubectl", "kustomize", dir.toString()).redirectErrorStream(true).start();
