@@ -69,6 +69,12 @@ public final class ServeBench {
     }
     var client = new ServeClient(options.endpoint(), model, REQUEST_TIMEOUT);
     Result result = run(options, client, ids, progress);
+    ServeStats stats = report(options, model, result, progress);
+    if (stats.completed() == 0) throw new IllegalStateException("no request completed");
+  }
+
+  /** The table (and per-phase table) on stdout, the JSON and the chart where the options say; the overall figures. */
+  static ServeStats report(ServeOptions options, String model, Result result, Progress progress) throws IOException {
     ServeStats stats = ServeStats.of(result.results(), result.durationSeconds(), options.slos());
     Timeline timeline = result.timeline(options);
     List<String> errors = distinctErrors(result.results());
@@ -83,7 +89,7 @@ public final class ServeBench {
       ServeCharts.write(chart, ServeCharts.Figure.of(options, model, timeline, result), ServeCharts.WIDTH, ServeCharts.height(!result.replicas().isEmpty()));
       progress.log("chart: %s", chart);
     }
-    if (stats.completed() == 0) throw new IllegalStateException("no request completed");
+    return stats;
   }
 
   /**
