@@ -13,25 +13,32 @@ import java.util.TreeMap;
 import java.util.function.ToDoubleFunction;
 import org.jfree.chart.ChartUtils;
 import org.jfree.chart.JFreeChart;
+import org.jfree.chart.annotations.XYTitleAnnotation;
 import org.jfree.chart.axis.NumberAxis;
+import org.jfree.chart.block.BlockBorder;
 import org.jfree.chart.plot.CombinedDomainXYPlot;
 import org.jfree.chart.plot.ValueMarker;
 import org.jfree.chart.plot.XYPlot;
 import org.jfree.chart.renderer.xy.XYItemRenderer;
 import org.jfree.chart.renderer.xy.XYLineAndShapeRenderer;
 import org.jfree.chart.renderer.xy.XYStepRenderer;
+import org.jfree.chart.title.LegendTitle;
+import org.jfree.chart.ui.RectangleAnchor;
 import org.jfree.data.xy.XYSeries;
 import org.jfree.data.xy.XYSeriesCollection;
 
 /**
  * {@code bench serve}'s chart, one PNG with panels on a shared time axis (seconds from the run's start): TTFT and
- * TPOT p50/p90/p99 per window of the requests sent in it (a dashed line at an SLO's bound), the offered request rate
+ * TPOT p50/p90/p99 per window of the requests sent in it (a dashed red line at an SLO's bound), the offered request rate
  * (the schedule's, stepped), the sent and achieved rates and goodput per window, and, with a planner's metrics, its
  * replica counts per stage (desired and actual). Ramp phase boundaries are vertical lines on every panel.
  */
 final class ServeCharts {
   static final int WIDTH = 1200;
   private static final int PANEL_HEIGHT = 280, TITLE_HEIGHT = 110;
+  private static final BasicStroke DASHED = new BasicStroke(2f, BasicStroke.CAP_BUTT, BasicStroke.JOIN_MITER, 10f, new float[] {8f, 4f}, 0f);
+  private static final Color[] STAGE_COLORS = {new Color(0x1f77b4), new Color(0xd62728), new Color(0x2ca02c), new Color(0x9467bd),
+      new Color(0x8c564b)};
   private static final Color[] PERCENTILE_COLORS = {new Color(0x1f77b4), new Color(0xff7f0e), new Color(0xd62728)};
 
   static {
@@ -89,6 +96,11 @@ final class ServeCharts {
     if (!f.replicas().isEmpty()) plot.add(replicaPanel(f), 1);
     for (Object sub : plot.getSubplots()) {
       var p = (XYPlot) sub;
+      var legend = new LegendTitle(p); // each panel its own legend: the combined one would repeat p50/p90/p99
+      legend.setBackgroundPaint(new Color(255, 255, 255, 210));
+      legend.setFrame(new BlockBorder(Color.LIGHT_GRAY));
+      legend.setItemFont(new Font(Font.SANS_SERIF, Font.PLAIN, 11));
+      p.addAnnotation(new XYTitleAnnotation(0.995, 0.99, legend, RectangleAnchor.TOP_RIGHT));
       p.setBackgroundPaint(Color.WHITE);
       p.setDomainGridlinePaint(Color.LIGHT_GRAY);
       p.setRangeGridlinePaint(Color.LIGHT_GRAY);
@@ -97,7 +109,7 @@ final class ServeCharts {
         p.addDomainMarker(m);
       }
     }
-    var chart = new JFreeChart(f.title(), new Font(Font.SANS_SERIF, Font.BOLD, 15), plot, true);
+    var chart = new JFreeChart(f.title(), new Font(Font.SANS_SERIF, Font.BOLD, 15), plot, false);
     chart.setBackgroundPaint(Color.WHITE);
     return chart;
   }
@@ -115,18 +127,20 @@ final class ServeCharts {
       renderer.setSeriesStroke(i, new BasicStroke(2f));
       renderer.setSeriesShape(i, new java.awt.geom.Ellipse2D.Double(-2.5, -2.5, 5, 5));
     }
-    var plot = new XYPlot(data, null, new NumberAxis(label), renderer);
     Double bound = f.slos().millis().get(metric);
-    if (bound != null) {
-      var slo = new ValueMarker(bound, Color.RED, new BasicStroke(1.5f, BasicStroke.CAP_BUTT, BasicStroke.JOIN_MITER, 10f, new float[] {6f, 4f}, 0f));
-      slo.setLabel(name + " SLO " + RatePhase.trim(bound) + " ms");
-      slo.setLabelPaint(Color.RED);
-      slo.setLabelAnchor(org.jfree.chart.ui.RectangleAnchor.TOP_LEFT);
-      slo.setLabelTextAnchor(org.jfree.chart.ui.TextAnchor.BOTTOM_LEFT);
-      plot.addRangeMarker(slo);
-      ((NumberAxis) plot.getRangeAxis()).setAutoRangeIncludesZero(true);
+    if (bound != null && !f.timeline().windows().isEmpty()) { // a series, not a marker: the axis then always reaches it
+      var slo = new XYSeries(name + " SLO " + RatePhase.trim(bound) + " ms", false);
+      slo.add(0, bound);
+      Timeline.Window last = f.timeline().windows().getLast();
+      slo.add(last.startSeconds() + last.seconds(), bound);
+      data.addSeries(slo);
+      renderer.setSeriesPaint(3, Color.RED);
+      renderer.setSeriesStroke(3, DASHED);
+      renderer.setSeriesShapesVisible(3, false);
     }
-    return plot;
+    var axis = new NumberAxis(label);
+    axis.setAutoRangeIncludesZero(true);
+    return new XYPlot(data, null, axis, renderer);
   }
 
   private static XYPlot ratePanel(Figure f) {
@@ -138,13 +152,13 @@ final class ServeCharts {
       f.offered().forEach(p -> offered.add(p.x(), p.y()));
       data.addSeries(stepped(offered));
       renderer.setSeriesPaint(i, Color.BLACK);
-      renderer.setSeriesStroke(i++, new BasicStroke(2f, BasicStroke.CAP_BUTT, BasicStroke.JOIN_MITER, 10f, new float[] {8f, 4f}, 0f));
+      renderer.setSeriesStroke(i++, DASHED);
     }
     data.addSeries(windowSeries(f, "sent", Timeline.Window::sentRate));
     renderer.setSeriesPaint(i, new Color(0x7f7f7f));
     renderer.setSeriesStroke(i++, new BasicStroke(1.5f));
     data.addSeries(windowSeries(f, "achieved (completed)", Timeline.Window::achievedRate));
-    renderer.setSeriesPaint(i, new Color(0x1f77b4));
+    renderer.setSeriesPaint(i, new Color(0x9467bd));
     renderer.setSeriesStroke(i++, new BasicStroke(2f));
     if (!f.slos().isEmpty()) {
       data.addSeries(windowSeries(f, "goodput", Timeline.Window::goodput));
@@ -163,10 +177,12 @@ final class ServeCharts {
     var data = new XYSeriesCollection();
     byStageAndKind.values().forEach(data::addSeries);
     XYItemRenderer renderer = new XYStepRenderer();
-    for (int i = 0; i < data.getSeriesCount(); i++) {
-      boolean desired = data.getSeriesKey(i).toString().endsWith("desired");
-      renderer.setSeriesStroke(i, desired
-          ? new BasicStroke(2f, BasicStroke.CAP_BUTT, BasicStroke.JOIN_MITER, 10f, new float[] {6f, 4f}, 0f) : new BasicStroke(2f));
+    List<String> stages = f.replicas().stream().map(PlannerReplicas.Sample::stage).distinct().sorted().toList();
+    for (int i = 0; i < data.getSeriesCount(); i++) { // a colour per stage; desired dashed, actual solid
+      String key = data.getSeriesKey(i).toString();
+      int stage = stages.indexOf(key.substring(0, key.indexOf(' ') < 0 ? key.length() : key.indexOf(' ')));
+      renderer.setSeriesPaint(i, STAGE_COLORS[Math.max(0, stage) % STAGE_COLORS.length]);
+      renderer.setSeriesStroke(i, key.endsWith(" desired") ? DASHED : new BasicStroke(2.5f));
     }
     var axis = new NumberAxis("replicas");
     axis.setStandardTickUnits(NumberAxis.createIntegerTickUnits());

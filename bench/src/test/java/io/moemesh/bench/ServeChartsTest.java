@@ -47,8 +47,10 @@ class ServeChartsTest {
     List<XYPlot> panels = plot.getSubplots();
     assertThat(panels).hasSize(4);
     assertThat(panels).extracting(p -> p.getRangeAxis().getLabel()).containsExactly("TTFT (ms)", "TPOT (ms)", "requests/s", "replicas");
-    assertThat(panels.get(0).getDataset().getSeriesCount()).isEqualTo(3); // p50, p90, p99
-    assertThat(panels.get(0).getRangeMarkers(org.jfree.chart.ui.Layer.FOREGROUND)).hasSize(1); // the TTFT SLO
+    assertThat(panels.get(0).getDataset().getSeriesCount()).isEqualTo(4); // p50, p90, p99 and the SLO's bound
+    assertThat(panels.get(0).getDataset().getSeriesKey(3)).isEqualTo("TTFT SLO 300 ms");
+    assertThat(panels.get(1).getDataset().getSeriesKey(3)).isEqualTo("TPOT SLO 30 ms");
+    assertThat(panels.get(0).getRangeAxis().getUpperBound()).isGreaterThanOrEqualTo(300);
     assertThat(panels.get(2).getDataset().getSeriesCount()).isEqualTo(4); // offered, sent, achieved, goodput
     assertThat(panels.get(3).getDataset().getSeriesCount()).isEqualTo(3); // decode desired/actual, prefill actual
     assertThat(panels.get(1).getDomainMarkers(org.jfree.chart.ui.Layer.FOREGROUND)).hasSize(2); // the phase boundaries at 10 and 30 s
@@ -73,7 +75,10 @@ class ServeChartsTest {
     ServeBench.Result run = new ServeBench.Result(List.of(new TimedResult(0, 0, new RequestResult(true, null, 8, 4, 0.1, List.of(), 0.2))),
         0.2, null, ArrivalSchedule.of(o.load(), 1, 0), List.of());
     ServeCharts.Figure figure = ServeCharts.Figure.of(o, "demo", run.timeline(o), run);
-    assertThat(((CombinedDomainXYPlot) ServeCharts.chart(figure).getPlot()).getSubplots()).hasSize(3);
+    List<XYPlot> panels = ((CombinedDomainXYPlot) ServeCharts.chart(figure).getPlot()).getSubplots();
+    assertThat(panels).hasSize(3);
+    assertThat(panels.getFirst().getDataset().getSeriesCount()).isEqualTo(3); // no SLO
+    assertThat(panels.get(2).getDataset().getSeriesCount()).isEqualTo(3); // offered, sent, achieved: no goodput
     ServeCharts.write(o.chartFile(), figure, 640, ServeCharts.height(false));
     BufferedImage image = ImageIO.read(dir.resolve("serve.png").toFile());
     assertThat(List.of(image.getWidth(), image.getHeight())).containsExactly(640, ServeCharts.height(false));
