@@ -78,6 +78,7 @@ final class PlannerReplicas implements AutoCloseable {
   public void close() throws InterruptedException {
     scraper.interrupt();
     scraper.join();
+    http.close();
   }
 
   List<Sample> samples() {

@@ -30,7 +30,7 @@ import org.jfree.data.xy.XYSeriesCollection;
 /**
  * {@code bench serve}'s chart, one PNG with panels on a shared time axis (seconds from the run's start): TTFT and
  * TPOT p50/p90/p99 per window of the requests sent in it (a dashed red line at an SLO's bound), the offered request rate
- * (the schedule's, stepped), the sent and achieved rates and goodput per window, and, with a planner's metrics, its
+ * (the schedule's, stepped), the sent, achieved and failed rates and goodput per window, and, with a planner's metrics, its
  * replica counts per stage (desired and actual). Ramp phase boundaries are vertical lines on every panel.
  */
 final class ServeCharts {
@@ -100,7 +100,7 @@ final class ServeCharts {
       legend.setBackgroundPaint(new Color(255, 255, 255, 210));
       legend.setFrame(new BlockBorder(Color.LIGHT_GRAY));
       legend.setItemFont(new Font(Font.SANS_SERIF, Font.PLAIN, 11));
-      p.addAnnotation(new XYTitleAnnotation(0.995, 0.99, legend, RectangleAnchor.TOP_RIGHT));
+      p.addAnnotation(new XYTitleAnnotation(0.005, 0.99, legend, RectangleAnchor.TOP_LEFT));
       p.setBackgroundPaint(Color.WHITE);
       p.setDomainGridlinePaint(Color.LIGHT_GRAY);
       p.setRangeGridlinePaint(Color.LIGHT_GRAY);
@@ -163,7 +163,12 @@ final class ServeCharts {
     if (!f.slos().isEmpty()) {
       data.addSeries(windowSeries(f, "goodput", Timeline.Window::goodput));
       renderer.setSeriesPaint(i, new Color(0x2ca02c));
-      renderer.setSeriesStroke(i, new BasicStroke(2f));
+      renderer.setSeriesStroke(i++, new BasicStroke(2f));
+    }
+    if (f.timeline().windows().stream().anyMatch(w -> w.failed() > 0)) {
+      data.addSeries(windowSeries(f, "failed", Timeline.Window::failedRate));
+      renderer.setSeriesPaint(i, Color.RED);
+      renderer.setSeriesStroke(i, new BasicStroke(1.5f));
     }
     return new XYPlot(data, null, new NumberAxis("requests/s"), renderer);
   }

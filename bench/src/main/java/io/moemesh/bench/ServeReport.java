@@ -166,7 +166,7 @@ final class ServeReport {
     for (Timeline.Window w : t.windows()) {
       ObjectNode n = windows.addObject().put("start", w.startSeconds()).put("seconds", w.seconds());
       put(n, "offered_rate", w.offeredRate());
-      n.put("sent", w.sent()).put("completed", w.completed()).put("good", w.good());
+      n.put("sent", w.sent()).put("completed", w.completed()).put("good", w.good()).put("failed", w.failed());
       figure(n, "ttft", w.ttft());
       figure(n, "tpot", w.tpot());
     }

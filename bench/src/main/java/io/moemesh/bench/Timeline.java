@@ -17,9 +17,10 @@ record Timeline(double windowSeconds, List<Window> windows, List<Phase> phases) 
    * @param sent requests sent in the window
    * @param completed requests that completed in the window
    * @param good of those, the ones within every SLO
+   * @param failed requests that failed in the window (e.g. refused: HTTP 429 from a saturated server)
    * @param ttft of the completed requests sent in the window
    */
-  record Window(double startSeconds, double seconds, double offeredRate, int sent, int completed, int good,
+  record Window(double startSeconds, double seconds, double offeredRate, int sent, int completed, int good, int failed,
       ServeStats.Summary ttft, ServeStats.Summary tpot) {
     double sentRate() {
       return sent / seconds;
@@ -31,6 +32,10 @@ record Timeline(double windowSeconds, List<Window> windows, List<Phase> phases) 
 
     double goodput() {
       return good / seconds;
+    }
+
+    double failedRate() {
+      return failed / seconds;
     }
   }
 
@@ -74,8 +79,9 @@ record Timeline(double windowSeconds, List<Window> windows, List<Phase> phases) 
     List<RequestResult> sentHere = requests.stream().filter(r -> r.sentSeconds() >= start && r.sentSeconds() < end)
         .map(TimedResult::result).toList();
     List<RequestResult> endedHere = endedWithin(requests, start, end);
+    int failed = (int) requests.stream().filter(r -> !r.result().ok() && r.endSeconds() >= start && r.endSeconds() < end).count();
     ServeStats stats = ServeStats.of(sentHere, seconds, slos);
-    return new Window(start, seconds, offered, sentHere.size(), endedHere.size(), (int) endedHere.stream().filter(slos::met).count(),
+    return new Window(start, seconds, offered, sentHere.size(), endedHere.size(), (int) endedHere.stream().filter(slos::met).count(), failed,
         stats.ttft(), stats.tpot());
   }
 

@@ -72,13 +72,14 @@ class ServeChartsTest {
   @Test
   void withoutAPlannerThereIsNoReplicaPanel(@TempDir Path dir) throws Exception {
     var o = ServeOptions.parse("--url", "http://h:1", "--request-rate", "5", "--charts", dir.toString());
-    ServeBench.Result run = new ServeBench.Result(List.of(new TimedResult(0, 0, new RequestResult(true, null, 8, 4, 0.1, List.of(), 0.2))),
-        0.2, null, ArrivalSchedule.of(o.load(), 1, 0), List.of());
+    ServeBench.Result run = new ServeBench.Result(List.of(new TimedResult(0, 0, new RequestResult(true, null, 8, 4, 0.1, List.of(), 0.2)),
+        new TimedResult(0.1, 0, RequestResult.failed(8, "HTTP 429", 0.01))), 0.2, null, ArrivalSchedule.of(o.load(), 2, 0), List.of());
     ServeCharts.Figure figure = ServeCharts.Figure.of(o, "demo", run.timeline(o), run);
     List<XYPlot> panels = ((CombinedDomainXYPlot) ServeCharts.chart(figure).getPlot()).getSubplots();
     assertThat(panels).hasSize(3);
     assertThat(panels.getFirst().getDataset().getSeriesCount()).isEqualTo(3); // no SLO
-    assertThat(panels.get(2).getDataset().getSeriesCount()).isEqualTo(3); // offered, sent, achieved: no goodput
+    assertThat(panels.get(2).getDataset().getSeriesCount()).isEqualTo(4); // offered, sent, achieved, failed: no goodput
+    assertThat(panels.get(2).getDataset().getSeriesKey(3)).isEqualTo("failed");
     ServeCharts.write(o.chartFile(), figure, 640, ServeCharts.height(false));
     BufferedImage image = ImageIO.read(dir.resolve("serve.png").toFile());
     assertThat(List.of(image.getWidth(), image.getHeight())).containsExactly(640, ServeCharts.height(false));

@@ -200,6 +200,7 @@ class ServeLoadTest {
       assertThat(t.windows()).extracting(Timeline.Window::sent).containsExactly(2, 2, 0);
       assertThat(t.windows()).extracting(Timeline.Window::completed).containsExactly(1, 1, 1);
       assertThat(t.windows()).extracting(Timeline.Window::good).containsExactly(1, 1, 0);
+      assertThat(t.windows()).extracting(Timeline.Window::failed).containsExactly(0, 1, 0);
       assertThat(t.windows().get(0).ttft().p50()).isCloseTo(0.5, within(1e-12));
       assertThat(t.windows().get(1).ttft().count()).isEqualTo(1); // the failed one has no TTFT
       assertThat(t.windows().get(2).ttft().p50()).isNaN();
