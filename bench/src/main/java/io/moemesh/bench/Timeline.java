@@ -57,15 +57,19 @@ record Timeline(double windowSeconds, List<Window> windows, List<Phase> phases) 
     }
   }
 
-  /** The windows from 0 to the later of the run's end and the schedule's; phases when {@code schedule} has some. */
+  /**
+   * The windows from 0 to the later of the run's end and the schedule's (the last one up to 1.5 windows long); phases
+   * when {@code schedule} has some.
+   */
   static Timeline of(List<TimedResult> requests, double durationSeconds, Load load, ArrivalSchedule schedule, Slos slos,
       double windowSeconds) {
     double end = Math.max(durationSeconds, schedule == null ? 0 : schedule.endSeconds());
     List<Window> windows = new ArrayList<>();
     for (double start = 0; start < end; start += windowSeconds) {
-      double seconds = Math.min(windowSeconds, end - start);
-      if (seconds < 1e-9) break;
+      // a tail shorter than half a window joins the last one: rates over a sliver of a second would be noise
+      double seconds = end - start < 1.5 * windowSeconds ? end - start : windowSeconds;
       windows.add(window(requests, start, seconds, offeredRate(load, schedule, start, start + seconds), slos));
+      if (seconds != windowSeconds) break;
     }
     List<Phase> phases = new ArrayList<>();
     if (schedule != null) {

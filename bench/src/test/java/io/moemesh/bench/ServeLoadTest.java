@@ -195,16 +195,21 @@ class ServeLoadTest {
       Slos slos = Slos.parse("--goodput", List.of("ttft:500"));
       Timeline t = Timeline.of(requests, 4.6, load, schedule, slos, 2);
 
-      assertThat(t.windows()).extracting(Timeline.Window::startSeconds).containsExactly(0.0, 2.0, 4.0);
-      assertThat(t.windows().get(2).seconds()).isCloseTo(0.6, within(1e-12));
-      assertThat(t.windows()).extracting(Timeline.Window::sent).containsExactly(2, 2, 0);
-      assertThat(t.windows()).extracting(Timeline.Window::completed).containsExactly(1, 1, 1);
-      assertThat(t.windows()).extracting(Timeline.Window::good).containsExactly(1, 1, 0);
-      assertThat(t.windows()).extracting(Timeline.Window::failed).containsExactly(0, 1, 0);
+      // the tail after 4 s (0.6 s, under half a window) joins the window at 2 s
+      assertThat(t.windows()).extracting(Timeline.Window::startSeconds).containsExactly(0.0, 2.0);
+      assertThat(t.windows().get(1).seconds()).isCloseTo(2.6, within(1e-12));
+      assertThat(t.windows()).extracting(Timeline.Window::sent).containsExactly(2, 2);
+      assertThat(t.windows()).extracting(Timeline.Window::completed).containsExactly(1, 2);
+      assertThat(t.windows()).extracting(Timeline.Window::good).containsExactly(1, 1);
+      assertThat(t.windows()).extracting(Timeline.Window::failed).containsExactly(0, 1);
       assertThat(t.windows().get(0).ttft().p50()).isCloseTo(0.5, within(1e-12));
       assertThat(t.windows().get(1).ttft().count()).isEqualTo(1); // the failed one has no TTFT
-      assertThat(t.windows().get(2).ttft().p50()).isNaN();
-      assertThat(t.windows()).extracting(Timeline.Window::offeredRate).containsExactly(1.0, 2.0, 0.0);
+      assertThat(t.windows().get(0).offeredRate()).isEqualTo(1.0);
+      assertThat(t.windows().get(1).offeredRate()).isCloseTo(2 * 2 / 2.6, within(1e-12)); // 2 req/s until 4 s, then none
+      List<Timeline.Window> longer = Timeline.of(requests, 5.2, load, schedule, slos, 2).windows();
+      assertThat(longer).hasSize(3); // a 1.2 s tail is a window of its own
+      assertThat(longer.get(2).seconds()).isCloseTo(1.2, within(1e-12));
+      assertThat(longer.get(2).ttft().p50()).isNaN();
 
       assertThat(t.phases()).hasSize(2);
       Timeline.Phase first = t.phases().getFirst(), second = t.phases().get(1);
