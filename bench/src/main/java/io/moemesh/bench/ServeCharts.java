@@ -3,13 +3,16 @@ package io.moemesh.bench;
 import java.awt.BasicStroke;
 import java.awt.Color;
 import java.awt.Font;
+import java.awt.geom.Ellipse2D;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.function.Function;
 import java.util.function.ToDoubleFunction;
 import org.jfree.chart.ChartUtils;
 import org.jfree.chart.JFreeChart;
@@ -70,7 +73,7 @@ final class ServeCharts {
         offered.add(new Point(0, p.rate()));
         offered.add(new Point(s.endSeconds(), p.rate()));
       }
-      String title = String.format(java.util.Locale.ROOT, "bench serve: %s, %s, %d+%d tokens%s", model, o.load().describe(), o.prefixLen() + o.inputLen(),
+      String title = String.format(Locale.ROOT, "bench serve: %s, %s, %d+%d tokens%s", model, o.load().describe(), o.prefixLen() + o.inputLen(),
           o.outputLen(), o.slos().isEmpty() ? "" : ", SLOs " + o.slos());
       return new Figure(title, timeline, offered, o.slos(), boundaries, run.replicas());
     }
@@ -114,10 +117,10 @@ final class ServeCharts {
     return chart;
   }
 
-  private static XYPlot latencyPanel(Figure f, String label, java.util.function.Function<Timeline.Window, ServeStats.Summary> figure,
+  private static XYPlot latencyPanel(Figure f, String label, Function<Timeline.Window, ServeStats.Summary> figure,
       Slos.Metric metric) {
     var data = new XYSeriesCollection();
-    String name = metric.key().toUpperCase(java.util.Locale.ROOT);
+    String name = metric.key().toUpperCase(Locale.ROOT);
     data.addSeries(windowSeries(f, name + " p50", w -> figure.apply(w).p50() * 1e3));
     data.addSeries(windowSeries(f, name + " p90", w -> figure.apply(w).p90() * 1e3));
     data.addSeries(windowSeries(f, name + " p99", w -> figure.apply(w).p99() * 1e3));
@@ -125,7 +128,7 @@ final class ServeCharts {
     for (int i = 0; i < 3; i++) {
       renderer.setSeriesPaint(i, PERCENTILE_COLORS[i]);
       renderer.setSeriesStroke(i, new BasicStroke(2f));
-      renderer.setSeriesShape(i, new java.awt.geom.Ellipse2D.Double(-2.5, -2.5, 5, 5));
+      renderer.setSeriesShape(i, new Ellipse2D.Double(-2.5, -2.5, 5, 5));
     }
     Double bound = f.slos().millis().get(metric);
     if (bound != null && !f.timeline().windows().isEmpty()) { // a series, not a marker: the axis then always reaches it

@@ -1,5 +1,6 @@
 package io.moemesh.bench;
 
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.EnumMap;
 import java.util.List;
@@ -58,7 +59,7 @@ record Slos(Map<Metric, Double> millis) {
         int colon = slo.indexOf(':');
         if (colon < 0) throw new IllegalArgumentException(option + " takes NAME:MILLISECONDS pairs (e.g. ttft:500 tpot:50), got '" + slo + "'");
         String name = slo.substring(0, colon).strip().toLowerCase(Locale.ROOT);
-        Metric metric = java.util.Arrays.stream(Metric.values()).filter(m -> m.key().equals(name)).findFirst()
+        Metric metric = Arrays.stream(Metric.values()).filter(m -> m.key().equals(name)).findFirst()
             .orElseThrow(() -> new IllegalArgumentException(option + ": unknown figure '" + name + "' in '" + slo + "' (ttft, tpot or e2el)"));
         double ms;
         try {
