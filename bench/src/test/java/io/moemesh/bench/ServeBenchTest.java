@@ -136,7 +136,8 @@ class ServeBenchTest {
           "--output-len", "16", "--json", "out/s.json", "--model-name", "small", "--tokenizer", "/m", "--seed", "3", "--warmup", "0",
           "--prefix-len", "512");
       assertThat(o).isEqualTo(new ServeOptions(URI.create("http://h:1/v1/completions"), 4, 10, 2000, 512, 16, Path.of("out/s.json"),
-          "small", Path.of("/m"), 3, 0, List.of(), false));
+          "small", Path.of("/m"), 3, 0, List.of(), new Load.ClosedLoop(), Slos.NONE, null, null, 5, false));
+      assertThat(o.chartFile()).isEqualTo(Path.of("out/s.png"));
       assertThat(ServeOptions.parse("--url", "u", "--spec-metrics", "http://a:9300, http://b:9310/q/metrics").specMetrics())
           .containsExactly(URI.create("http://a:9300"), URI.create("http://b:9310/q/metrics"));
       assertThat(ServeOptions.parse("--url", "u").prefixLen()).isZero();
