@@ -57,6 +57,23 @@ public interface ExpertConfig {
 
   Balancer balancer();
 
+  Failover failover();
+
+  /** Losing a routed shard, watched by routed shard 0 over {@link #peers()} (docs/experts.md, "Losing a shard"). */
+  interface Failover {
+    /**
+     * How often shard 0 asks every routed shard for Info; a shard that misses {@link #misses()} in a row is lost and
+     * its slots are hosted on the live shards, until it answers again. 0: no failover (a lost shard's experts wait
+     * for it). Each heartbeat's deadline is twice this, at least 1 s.
+     */
+    @WithDefault("500ms")
+    Duration heartbeat();
+
+    /** Heartbeats in a row a shard must miss to count as lost (a busy shard answers late, a dead one never). */
+    @WithDefault("3")
+    int misses();
+  }
+
   /** Live rebalancing, run by routed shard 0 over {@link #peers()} (docs/architecture.md, "Expert parallelism"). */
   interface Balancer {
     /**
