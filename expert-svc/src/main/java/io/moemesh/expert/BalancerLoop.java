@@ -53,7 +53,8 @@ public class BalancerLoop {
           + ", shard " + config.shard() + ", peers " + peers + ", heartbeat " + heartbeat);
     boolean failover = !heartbeat.isZero() && peers.size() == config.numShards() && config.numShards() > 1;
     if (interval.isZero() && !failover) return;
-    Duration heartbeatDeadline = heartbeat.multipliedBy(2).compareTo(Duration.ofSeconds(1)) < 0 ? Duration.ofSeconds(1) : heartbeat.multipliedBy(2);
+    // a dead process refuses at once; the deadline is for a hung one, and long enough for a busy one's event loop
+    Duration heartbeatDeadline = heartbeat.multipliedBy(2).compareTo(Duration.ofSeconds(2)) < 0 ? Duration.ofSeconds(2) : heartbeat.multipliedBy(2);
     for (int s = 0; s < peers.size(); s++)
       shards.add(new GrpcShardClient(s, peers.get(s).trim(), config.balancer().timeout(), heartbeatDeadline));
     gauge("moemesh_expert_balancedness", "Mean over max routed tokens per shard, summed over MoE layers, for the current window",

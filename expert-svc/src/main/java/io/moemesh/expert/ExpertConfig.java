@@ -64,7 +64,8 @@ public interface ExpertConfig {
     /**
      * How often shard 0 asks every routed shard for Info; a shard that misses {@link #misses()} in a row is lost and
      * its slots are hosted on the live shards, until it answers again. 0: no failover (a lost shard's experts wait
-     * for it). Each heartbeat's deadline is twice this, at least 1 s.
+     * for it). Each heartbeat's deadline is twice this, at least 2 s (a dead process refuses at once; the
+     * deadline is for a hung one). A shard counts as lost only once it has answered: one still loading is starting.
      */
     @WithDefault("500ms")
     Duration heartbeat();

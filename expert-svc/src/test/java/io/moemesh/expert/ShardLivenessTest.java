@@ -11,6 +11,7 @@ class ShardLivenessTest {
   @Test
   void missesInARowMakeALossAndOneAnswerABackAgain() {
     var liveness = new ShardLiveness(2, 3);
+    assertThat(liveness.record(1, true)).isEqualTo(Change.NONE);
     assertThat(liveness.record(1, false)).isEqualTo(Change.NONE);
     assertThat(liveness.record(1, true)).as("an answer resets the count").isEqualTo(Change.NONE);
     assertThat(liveness.record(1, false)).isEqualTo(Change.NONE);
@@ -22,6 +23,16 @@ class ShardLivenessTest {
     assertThat(liveness.allLive()).isFalse();
     assertThat(liveness.record(1, true)).isEqualTo(Change.BACK);
     assertThat(liveness.allLive()).isTrue();
+  }
+
+  @Test
+  void aShardThatNeverAnsweredIsStartingNotLost() {
+    var liveness = new ShardLiveness(2, 2);
+    for (int i = 0; i < 10; i++) assertThat(liveness.record(1, false)).isEqualTo(Change.NONE);
+    assertThat(liveness.allLive()).isTrue();
+    assertThat(liveness.record(1, true)).isEqualTo(Change.NONE);
+    liveness.record(1, false);
+    assertThat(liveness.record(1, false)).isEqualTo(Change.LOST);
   }
 
   @Test
