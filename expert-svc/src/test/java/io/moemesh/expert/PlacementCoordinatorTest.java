@@ -252,6 +252,7 @@ class PlacementCoordinatorTest {
 
     @Test
     void aRestartedShardGetsItsSlotsBackAndTheBalancerGoesOn() {
+      coordinator.heartbeat(); // every shard has answered: from now on misses count
       shards.get(1).down = true;
       assertThat(beats(3).outcome()).isEqualTo(Outcome.REPLACED);
       FakeShard restarted = shards.get(1);
@@ -272,6 +273,7 @@ class PlacementCoordinatorTest {
 
     @Test
     void aFailedPrepareKeepsTheActivePlacementAndTheNextHeartbeatTriesAgainUnderANewVersion() {
+      coordinator.heartbeat();
       shards.get(1).down = true;
       shards.get(0).failPrepare = true;
       var h = beats(3);
@@ -284,9 +286,17 @@ class PlacementCoordinatorTest {
     }
 
     @Test
+    void aShardStillLoadingAsTheMeshStartsIsNotLost() {
+      shards.get(1).down = true; // has never answered
+      assertThat(beats(10).lost()).isEmpty();
+      assertThat(coordinator.active()).isSameAs(INITIAL);
+    }
+
+    @Test
     void aShardAnsweringAsAnotherCountsAsMissing() {
-      var impostor = new FakeShard(0); // answers as shard 0 at shard 1's address
-      coordinator = new PlacementCoordinator(List.of(shards.get(0), impostor), INITIAL, POLICY, 1);
+      coordinator = new PlacementCoordinator(new ArrayList<>(shards), INITIAL, POLICY, 1);
+      coordinator.heartbeat();
+      shards.get(1).answersAs = 0; // another process took shard 1's address: it answers as shard 0
       var h = coordinator.heartbeat();
       assertThat(h.lost()).containsOnlyKeys(1);
       assertThat(h.lost().get(1)).contains("answered as EXPERT_ROLE_ROUTED shard 0");
@@ -306,9 +316,11 @@ class PlacementCoordinatorTest {
     long[] tokens = new long[EXPERTS];
     List<PlacementInUse> inUse = List.of();
     boolean down, failPrepare;
+    int answersAs;
 
     FakeShard(int index) {
       this.index = index;
+      this.answersAs = index;
     }
 
     Placement newest() {
@@ -341,7 +353,7 @@ class PlacementCoordinatorTest {
     @Override
     public ExpertServiceInfo info() {
       if (down) throw new IllegalStateException(name() + " is down");
-      return ExpertServiceInfo.newBuilder().setRole(ExpertRole.EXPERT_ROLE_ROUTED).setShard(index).setNumShards(SHARDS)
+      return ExpertServiceInfo.newBuilder().setRole(ExpertRole.EXPERT_ROLE_ROUTED).setShard(answersAs).setNumShards(SHARDS)
           .setPlacementVersion(newest.version()).setPreparedPlacement(PlacementTables.toProto(newest)).build();
     }
 
