@@ -54,6 +54,8 @@ class ShardLossMeshTest {
       Files.copy(in, config);
     }
     DemoCheckpoint.write(config, model, 29, DemoCheckpoint.Format.BF16, 0f, (done, total) -> {});
+    for (String name : List.of("loss-routed-0", "loss-routed-1")) // started on given ports, which appends to their logs
+      Files.deleteIfExists(ServiceProcess.ROOT.resolve("e2e-tests/target/e2e-logs").resolve(name + ".log"));
     int[] shardGrpc = {ServiceProcess.freePort(), ServiceProcess.freePort()};
     List<String> expert = List.of("moemesh.expert.model-dir=" + model, "moemesh.expert.threads=1", "moemesh.expert.num-shards=2",
         "moemesh.expert.redundant-slots=2", "moemesh.expert.peers=localhost:" + shardGrpc[0] + ",localhost:" + shardGrpc[1]);

@@ -36,9 +36,6 @@ import java.util.concurrent.TimeoutException;
  * requests again one by one: each would wait the deadline again), until a newer placement arrives.
  */
 public final class DispatchingExperts implements ExpertBackend {
-  private final ExpertTransport transport;
-  private final LocalExperts localShared; // null: the shared experts are remote
-  private final boolean int8;
   /** The start of the message of a step that failed because no live shard held one of its experts. */
   public static final String SHARD_LOSS = "expert-shard loss: ";
 
@@ -53,6 +50,9 @@ public final class DispatchingExperts implements ExpertBackend {
     default void stepFailed(String why) {}
   }
 
+  private final ExpertTransport transport;
+  private final LocalExperts localShared; // null: the shared experts are remote
+  private final boolean int8;
   private final Duration timeout;
   private final Duration stepDeadline;
   private volatile RetryListener retries = RetryListener.NONE;
@@ -105,6 +105,7 @@ public final class DispatchingExperts implements ExpertBackend {
     this.next = placement;
   }
 
+  /** Where retries are reported (engine-host: metrics and trace spans). */
   public void onRetry(RetryListener listener) {
     this.retries = listener;
   }
