@@ -50,8 +50,8 @@ public interface ExpertConfig {
   int loadWindow();
 
   /**
-   * Every routed shard's gRPC address (host:port), in shard order, this one included: the balancer's shards, and
-   * where a restarted shard finds the placement to resume.
+   * Every routed shard's gRPC address (host:port), in shard order, this one included: the balancer's and the
+   * failover's shards (on shard 0), and where a restarted shard finds the placement to resume.
    */
   Optional<List<String>> peers();
 
