@@ -29,6 +29,9 @@ import java.util.regex.Pattern;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -36,14 +39,16 @@ import org.junit.jupiter.api.io.TempDir;
  * Losing a routed-expert shard (issue #29), as real processes on the tiny model: kv-store, a prefill, a decode whose
  * routed and shared experts run on 2 routed shards and a shared-expert service, and the gateway. Streams run; routed
  * shard 1 is killed (-9) mid-run; shard 0's heartbeats find it lost and host its slots itself; the streams and new
- * requests complete with the texts of a run without the kill; a restarted shard 1 gets its slots back.
+ * requests complete with the texts of a run without the kill; a restarted shard 1 gets its slots back. Then shard 0,
+ * which runs the failover, is killed: what needs its experts fails at the step deadline with a clear error.
  */
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class ShardLossMeshTest {
   @TempDir static Path workDir;
   static final Duration READY = Duration.ofMinutes(3);
   static final int STREAMS = 6, MAX_TOKENS = 160;
   static ServiceProcess shard0, shard1, shared, kvStore, prefill, decode, gateway;
-  static List<String> shard1Props;
+  static List<String> shard0Props, shard1Props;
   static final ObjectMapper JSON = new ObjectMapper();
   static final HttpClient HTTP = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
 
@@ -59,7 +64,8 @@ class ShardLossMeshTest {
     int[] shardGrpc = {ServiceProcess.freePort(), ServiceProcess.freePort()};
     List<String> expert = List.of("moemesh.expert.model-dir=" + model, "moemesh.expert.threads=1", "moemesh.expert.num-shards=2",
         "moemesh.expert.redundant-slots=2", "moemesh.expert.peers=localhost:" + shardGrpc[0] + ",localhost:" + shardGrpc[1]);
-    shard0 = ServiceProcess.start("expert-svc", "loss-routed-0", with(expert, "moemesh.expert.shard=0"), ServiceProcess.freePort(), shardGrpc[0]);
+    shard0Props = with(expert, "moemesh.expert.shard=0");
+    shard0 = ServiceProcess.start("expert-svc", "loss-routed-0", shard0Props, ServiceProcess.freePort(), shardGrpc[0]);
     shard1Props = with(expert, "moemesh.expert.shard=1");
     shard1 = ServiceProcess.start("expert-svc", "loss-routed-1", shard1Props, ServiceProcess.freePort(), shardGrpc[1]);
     shared = ServiceProcess.start("expert-svc", "loss-shared", with(expert, "moemesh.expert.role=shared"));
@@ -81,6 +87,7 @@ class ShardLossMeshTest {
   }
 
   @Test
+  @Order(1)
   void streamsAndNewRequestsCompleteWithTheSameTextsWhenARoutedShardIsKilledAndItRejoinsWhenRestarted() throws Exception {
     List<int[]> prompts = IntStream.range(0, STREAMS).mapToObj(i -> prompt(900 + i, 6 + 5 * i)).toList();
     int[] late = prompt(990, 11);
@@ -137,6 +144,30 @@ class ShardLossMeshTest {
     assertThat(again.text).as(again.body).isEqualTo(lateReference);
     assertThat(ExpertParallelMeshTest.counter(shard1, "moemesh_expert_frames_total{kind=\"routed\"")).as("the restarted shard computes").isPositive();
     assertThat(framesBefore).isPositive();
+  }
+
+  @Test
+  @Order(2)
+  void withoutTheCoordinatorRequestsThatNeedTheLostExpertsEndWithAClearErrorAtTheStepDeadline() throws Exception {
+    int[] p = prompt(991, 9);
+    assertThat(complete(p).status).isEqualTo(200);
+    int http = shard0.httpPort, grpc = shard0.grpcPort;
+    shard0.kill(); // it runs the heartbeats: nothing hosts its slots elsewhere
+    long start = System.nanoTime();
+    var stream = new Stream(p);
+    Completion failed = complete(p);
+    double seconds = (System.nanoTime() - start) / 1e9;
+    stream.join();
+    System.out.printf("ShardLossMeshTest: with shard 0 gone, a new request failed after %.2f s: %s%n", seconds, failed.body);
+    assertThat(failed.status).as(failed.body).isEqualTo(502);
+    assertThat(JSON.readTree(failed.body).at("/error/message").asText()).contains("expert-shard loss").contains("routed shard 0");
+    assertThat(seconds).as("the step deadline (10 s), not silence").isLessThan(20);
+    assertThat(stream.error).as("the stream's final event is the error").contains("expert-shard loss");
+    assertThat(ExpertParallelMeshTest.counter(decode, "moemesh_expert_step_failures_total")).isPositive();
+
+    shard0 = ServiceProcess.start("expert-svc", "loss-routed-0", shard0Props, http, grpc);
+    shard0.awaitReady(READY);
+    await().atMost(Duration.ofMinutes(1)).pollInterval(Duration.ofMillis(500)).until(() -> complete(p).status == 200);
   }
 
   /** Seconds from {@code since} to the first line of {@code p}'s log at or after it that matches {@code pattern}; -1 if none. */
