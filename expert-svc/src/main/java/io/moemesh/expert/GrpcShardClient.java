@@ -68,7 +68,7 @@ final class GrpcShardClient implements ShardClient {
       return rpc.get();
     } catch (StatusRuntimeException e) {
       channel.resetConnectBackoff(); // a restarted shard is tried at once next time
-      throw new IllegalStateException(name + ": " + e.getStatus(), e);
+      throw new IllegalStateException(name + ": " + MeshChannels.describe(e.getStatus()), e);
     }
   }
 

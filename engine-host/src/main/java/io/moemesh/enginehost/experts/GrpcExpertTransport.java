@@ -174,7 +174,7 @@ public final class GrpcExpertTransport implements ExpertTransport {
 
     private synchronized void broken(Throwable why) {
       requests = null;
-      String reason = why instanceof StatusRuntimeException e ? e.getStatus().toString() : String.valueOf(why);
+      String reason = why instanceof StatusRuntimeException e ? MeshChannels.describe(e.getStatus()) : String.valueOf(why);
       pending.keySet().forEach(k -> {
         var f = pending.remove(k);
         if (f != null) f.completeExceptionally(new IllegalStateException(name + ": " + reason, why));
