@@ -142,7 +142,7 @@ cmd_up() {
   local remote=() shard_list='' expert=("moemesh.expert.model-dir=$model" "moemesh.expert.precision=$precision" \
     "moemesh.expert.threads=1" "moemesh.expert.num-shards=$shards" "moemesh.expert.redundant-slots=$redundant")
   for ((i = 0; i < shards; i++)); do shard_list+="${shard_list:+,}localhost:$((9501 + 10 * i))"; done
-  for ((i = 0; i < shards; i++)); do # shard 0 rebalances them all every --balance-every; a restarted shard resumes from its peers
+  for ((i = 0; i < shards; i++)); do # shard 0 rebalances them all every --balance-every and hosts a lost shard's slots on the others; a restarted shard resumes from its peers
     start_service "expert-routed-$i" expert-svc $((9500 + 10 * i)) quarkus.grpc.server.port=$((9501 + 10 * i)) "${expert[@]}" \
       moemesh.expert.shard=$i "moemesh.expert.peers=$shard_list" "moemesh.expert.balancer.interval=$balance"
   done

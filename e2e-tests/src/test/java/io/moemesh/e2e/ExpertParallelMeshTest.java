@@ -16,7 +16,6 @@ import io.moemesh.model.moe.Placement;
 import io.moemesh.model.moe.balance.ExpertBalancer;
 import io.moemesh.model.sampling.SamplingParams;
 import io.moemesh.model.tokenizer.Tokenizer;
-import io.moemesh.proto.common.v1.FinishReason;
 import io.moemesh.proto.decode.v1.DecodeGrpc;
 import io.moemesh.proto.decode.v1.GenerateRequest;
 import io.moemesh.proto.decode.v1.GenerateResponse;
@@ -59,9 +58,9 @@ import org.junit.jupiter.api.io.TempDir;
  * The whole design as real processes on the tiny model with a skewed router ({@code make-model --router-skew 1}):
  * 2 routed-expert shards (with 2 redundant slots; shard 0 runs the balancer every second), a shared-expert
  * service, kv-store, a prefill and 2 decode replicas whose MoE layers all run on those services, and the gateway. Remote
- * experts give the tokens of one in-process engine, also while the placement changes under load; a killed shard
- * fails only the requests that need it, with a clear error, and a restarted one rejoins without restarting
- * anything else.
+ * experts give the tokens of one in-process engine, also while the placement changes under load; a killed shard's
+ * slots are hosted on the other (the tokens do not change), and a restarted one rejoins and gets them back without
+ * restarting anything else ({@link ShardLossMeshTest} does the same under streams, through the gateway).
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class ExpertParallelMeshTest {
@@ -248,7 +247,7 @@ class ExpertParallelMeshTest {
 
   @Test
   @Order(4)
-  void aKilledShardFailsWhatNeedsItWithAClearErrorAndRejoinsWhenRestarted() throws Exception {
+  void aKilledShardsSlotsAreHostedOnTheOtherAndItRejoinsWhenRestarted() throws Exception {
     int[] p = prompt(77, 20);
     var expected = IntStream.of(reference.engine().submit(GenerationRequest.of("k", p, SamplingParams.greedy(), 8))
         .await(Duration.ofSeconds(60)).tokenIds()).boxed().toList();
@@ -257,16 +256,16 @@ class ExpertParallelMeshTest {
     int http = shard1.httpPort, grpc = shard1.grpcPort;
     shard1.kill();
     long start = System.nanoTime();
-    GenerateResponse failed = lastResponse("during", p);
-    assertThat(failed.getFinishReason()).isEqualTo(FinishReason.FINISH_REASON_ERROR);
-    assertThat(failed.getError()).contains("routed shard 1");
-    assertThat(Duration.ofNanos(System.nanoTime() - start)).as("no hang").isLessThan(Duration.ofSeconds(60));
+    assertThat(decodeHere("during", p)).as("shard 0 hosts shard 1's slots once its heartbeats find it lost").isEqualTo(expected);
+    assertThat(Duration.ofNanos(System.nanoTime() - start)).as("no hang").isLessThan(Duration.ofSeconds(30));
+    long failedOver = info(shard0).getActivePlacement().getVersion();
 
     shard1 = ServiceProcess.start("expert-svc", "expert-routed-1", shard1Props, http, grpc);
     shard1.awaitReady(READY);
-    assertThat(info(shard1).getPlacementVersion()).as("resumed from shard 0 at startup, no balancer round needed")
-        .isEqualTo(info(shard0).getActivePlacement().getVersion());
+    assertThat(info(shard1).getPlacementVersion()).as("resumed from shard 0 at startup (or already given its slots back)")
+        .isGreaterThanOrEqualTo(failedOver);
     awaitPlacementsAgree();
+    assertThat(info(shard0).getActivePlacement().getSlotToShardCount()).as("every slot home again").isZero();
     assertThat(decodeHere("after", p)).as("the restarted shard serves again, nothing else restarted").isEqualTo(expected);
   }
 
@@ -308,12 +307,6 @@ class ExpertParallelMeshTest {
     }
     assertThat(last.getError()).isEmpty();
     return tokens;
-  }
-
-  private GenerateResponse lastResponse(String id, int[] prompt) {
-    GenerateResponse last = null;
-    for (var it = generate(id, prompt); it.hasNext(); ) last = it.next();
-    return last;
   }
 
   private java.util.Iterator<GenerateResponse> generate(String id, int[] prompt) {

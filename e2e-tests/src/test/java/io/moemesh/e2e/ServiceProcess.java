@@ -67,6 +67,11 @@ final class ServiceProcess implements AutoCloseable {
     return new ServiceProcess(name, http, grpc, p, log);
   }
 
+  /** Everything the process has logged so far (this run and, after {@link #kill}, the restarted one's). */
+  String logText() throws IOException {
+    return Files.readString(log);
+  }
+
   boolean alive() {
     return process.isAlive();
   }

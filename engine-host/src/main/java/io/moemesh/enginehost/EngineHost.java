@@ -11,6 +11,7 @@ import io.moemesh.engine.experts.DispatchingExperts;
 import io.moemesh.engine.experts.ExpertTransport;
 import io.moemesh.enginehost.experts.GrpcExpertTransport;
 import io.moemesh.enginehost.experts.PlacementWatcher;
+import io.moemesh.enginehost.telemetry.ExpertRetries;
 import io.moemesh.model.ExpertWeights;
 import io.moemesh.model.ModelConfig;
 import io.moemesh.model.ModelConfigReader;
@@ -40,6 +41,7 @@ public class EngineHost {
   private final AtomicReference<String> failure = new AtomicReference<>();
   @Inject KvConnector connector;
   @Inject MeterRegistry registry;
+  @Inject ExpertRetries retries;
   private volatile ExpertTransport transport; // the links to expert services, when the experts are remote
   private volatile DispatchingExperts dispatching; // the MoE layers' experts, when they are remote
 
@@ -77,8 +79,12 @@ public class EngineHost {
       Placement placement = PlacementWatcher.active(experts, model)
           .orElseGet(() -> ExpertWeights.initialPlacement(model, experts.shards().size(), experts.redundantSlots()));
       return LoadedEngine.open(settings, connector, experts.sharedRemote() ? ExpertSelection.NONE : ExpertSelection.SHARED_ONLY,
-          m -> dispatching = new DispatchingExperts(transport, placement, experts.sharedRemote() ? null : m.localExperts(),
-              settings.precision() == Precision.INT8, experts.timeout()), (done, total) -> {});
+          m -> {
+            dispatching = new DispatchingExperts(transport, placement, experts.sharedRemote() ? null : m.localExperts(),
+                settings.precision() == Precision.INT8, experts.timeout(), experts.stepDeadline());
+            dispatching.onRetry(retries);
+            return dispatching;
+          }, (done, total) -> {});
     } catch (RuntimeException e) {
       transport.close();
       throw e;

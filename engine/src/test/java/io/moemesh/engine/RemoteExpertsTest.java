@@ -243,6 +243,79 @@ class RemoteExpertsTest {
     }
   }
 
+  /** A routed shard lost for good: its experts come back through a newer placement, or the step fails at its deadline. */
+  @Nested
+  class ShardLoss {
+    private final List<GenerationRequest> requests = List.of(
+        GenerationRequest.of("l0", EngineTest.randomPrompt(70, 12), SamplingParams.greedy().toBuilder().ignoreEos(true).build(), 16),
+        GenerationRequest.of("l1", EngineTest.randomPrompt(71, 7), SamplingParams.greedy().toBuilder().ignoreEos(true).build(), 16));
+
+    @Test
+    void aLostShardsExpertsAreServedWhereTheNewerPlacementHostsThemWithTheSameBits() throws Exception {
+      var expected = EngineTest.run(TinyModel.model(Precision.INT8), EngineTest.ROOMY, new KvCacheConfig(64, 8, true), requests);
+      try (var attention = attentionOnly(Precision.INT8, ExpertSelection.SHARED_ONLY)) {
+        Placement single = ExpertWeights.initialPlacement(attention.config(), 2, 0); // no copies: shard 1's experts are nowhere else
+        Placement hosted = single.hostedOn(new int[single.numSlots()], 1); // the coordinator's failover: every slot on shard 0
+        var shards = shards(Precision.INT8, single, i -> ExpertSelection.shard(i == 0 ? hosted : single, i));
+        try {
+          var transport = new InProcessExpertTransport(TinyModel.kernels(), experts(shards), null);
+          var remote = new DispatchingExperts(transport, single, attention.localExperts(), true, Duration.ofSeconds(30), Duration.ofSeconds(20));
+          List<String> retried = new java.util.concurrent.CopyOnWriteArrayList<>(), failed = new java.util.concurrent.CopyOnWriteArrayList<>();
+          remote.onRetry(new DispatchingExperts.RetryListener() {
+            @Override
+            public void redispatched(int layerId, int assignments, String why) {
+              retried.add(why);
+            }
+
+            @Override
+            public void stepFailed(String why) {
+              failed.add(why);
+            }
+          });
+          int[] afterDeath = new int[1];
+          transport.beforeDispatch = n -> {
+            if (n == 20) transport.dead.add(1); // shard 1's process dies, for good
+            if (transport.dead.contains(1) && ++afterDeath[0] == 4) remote.usePlacement(hosted); // the published failover arrives
+          };
+          var actual = EngineTest.run(attention, remote, EngineTest.ROOMY, new KvCacheConfig(64, 8, true), requests);
+          EngineTest.assertSameTokensAndLogits(actual, expected);
+          assertThat(retried).as("the in-flight step retried").isNotEmpty().allSatisfy(why -> assertThat(why).contains("routed shard 1"));
+          assertThat(failed).isEmpty();
+          var sent = transport.sent;
+          assertThat(sent.subList(20, sent.size())).extracting(InProcessExpertTransport.Sent::shard).as("only the live shard, after").containsOnly(0);
+          assertThat(sent).extracting(InProcessExpertTransport.Sent::placementVersion).as("the retries used the newer placement").contains(1L);
+        } finally {
+          for (var s : shards) s.close();
+        }
+      }
+    }
+
+    @Test
+    void withoutANewerPlacementTheRequestsFailAtTheStepDeadlineNamingTheLoss() throws Exception {
+      try (var attention = attentionOnly(Precision.INT8, ExpertSelection.SHARED_ONLY)) {
+        Placement single = ExpertWeights.initialPlacement(attention.config(), 2, 0);
+        var shards = shards(Precision.INT8, single, i -> ExpertSelection.shard(single, i));
+        try {
+          var down = new InProcessExpertTransport(TinyModel.kernels(), experts(shards), null);
+          down.dead.add(1);
+          // a long layer timeout, a short step deadline: the deadline decides
+          var failing = new DispatchingExperts(down, single, attention.localExperts(), true, Duration.ofMinutes(5), Duration.ofMillis(1200));
+          try (Engine engine = Engine.create(attention, failing, EngineTest.ROOMY, new KvCacheConfig(64, 8, true), KvConnector.NONE, null)) {
+            var first = engine.submit(requests.get(0));
+            var second = engine.submit(requests.get(1));
+            for (var done : List.of(first.await(Duration.ofSeconds(60)), second.await(Duration.ofSeconds(60)))) {
+              assertThat(done.status()).isEqualTo(RequestStatus.FINISHED_ERROR);
+              assertThat(done.error()).contains(DispatchingExperts.SHARD_LOSS).contains("step deadline of 1200 ms")
+                  .contains("routed shard 1").contains("UNAVAILABLE");
+            }
+          }
+        } finally {
+          for (var s : shards) s.close();
+        }
+      }
+    }
+  }
+
   private static DeepseekModel attentionOnly(Precision precision, ExpertSelection selection) {
     return DeepseekModel.load(TinyModel.checkpoint(), precision, TinyModel.kernels(), selection, null);
   }

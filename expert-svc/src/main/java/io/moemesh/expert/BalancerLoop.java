@@ -2,6 +2,7 @@ package io.moemesh.expert;
 
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.moemesh.expert.PlacementCoordinator.Heartbeat;
 import io.moemesh.expert.PlacementCoordinator.Outcome;
 import io.moemesh.expert.PlacementCoordinator.Round;
 import io.moemesh.model.moe.Placement;
@@ -22,10 +23,12 @@ import java.util.function.ToDoubleFunction;
 import org.jboss.logging.Logger;
 
 /**
- * Routed shard 0's balancer ({@code moemesh.expert.balancer.interval} > 0): a {@link PlacementCoordinator} round
- * every interval on its own thread, over {@code moemesh.expert.peers}, once this shard's experts are loaded.
- * Metrics: {@code moemesh_expert_balancedness{placement="active"|"proposed"}}, {@code moemesh_expert_placement_version},
- * {@code moemesh_expert_shard_tokens{shard}} (each shard's window) and {@code moemesh_expert_balancer_rounds_total{outcome}}.
+ * Routed shard 0's placement coordinator, over {@code moemesh.expert.peers}, once this shard's experts are loaded:
+ * a {@link PlacementCoordinator} round every {@code moemesh.expert.balancer.interval} (when > 0), and a heartbeat
+ * every {@code moemesh.expert.failover.heartbeat} (when > 0), both on one thread. Metrics:
+ * {@code moemesh_expert_balancedness{placement="active"|"proposed"}}, {@code moemesh_expert_placement_version},
+ * {@code moemesh_expert_shard_tokens{shard}} (each shard's window), {@code moemesh_expert_balancer_rounds_total{outcome}},
+ * {@code moemesh_expert_live_shards} and {@code moemesh_expert_shard_losses_total{shard}}.
  */
 @ApplicationScoped
 public class BalancerLoop {
@@ -41,14 +44,19 @@ public class BalancerLoop {
   private String lastSkip = "";
 
   void start(@Observes StartupEvent event) {
-    Duration interval = config.balancer().interval();
-    if (interval.isZero() || config.role() != ExpertConfig.Role.ROUTED || config.shard() != 0) return; // shard 0 balances them all
+    Duration interval = config.balancer().interval(), heartbeat = config.failover().heartbeat();
+    if (config.role() != ExpertConfig.Role.ROUTED || config.shard() != 0) return; // shard 0 coordinates them all
     List<String> peers = config.peers().orElse(List.of());
-    if (interval.isNegative() || peers.size() != config.numShards())
+    if (interval.isNegative() || heartbeat.isNegative() || (!interval.isZero() && peers.size() != config.numShards()))
       throw new IllegalStateException("moemesh.expert.balancer.interval=" + interval + " needs a positive interval and "
           + "moemesh.expert.peers = the " + config.numShards() + " shards' gRPC addresses in shard order; got role " + config.role()
-          + ", shard " + config.shard() + ", peers " + peers);
-    for (int s = 0; s < peers.size(); s++) shards.add(new GrpcShardClient(s, peers.get(s).trim(), config.balancer().timeout()));
+          + ", shard " + config.shard() + ", peers " + peers + ", heartbeat " + heartbeat);
+    boolean failover = !heartbeat.isZero() && peers.size() == config.numShards() && config.numShards() > 1;
+    if (interval.isZero() && !failover) return;
+    // a dead process refuses at once; the deadline is for a hung one, and long enough for a busy one's event loop
+    Duration heartbeatDeadline = heartbeat.multipliedBy(2).compareTo(Duration.ofSeconds(2)) < 0 ? Duration.ofSeconds(2) : heartbeat.multipliedBy(2);
+    for (int s = 0; s < peers.size(); s++)
+      shards.add(new GrpcShardClient(s, peers.get(s).trim(), config.balancer().timeout(), heartbeatDeadline));
     gauge("moemesh_expert_balancedness", "Mean over max routed tokens per shard, summed over MoE layers, for the current window",
         "placement", "active", r -> r.balancedness());
     gauge("moemesh_expert_balancedness", "Mean over max routed tokens per shard, summed over MoE layers, for the current window",
@@ -61,9 +69,14 @@ public class BalancerLoop {
     Gauge.builder("moemesh_expert_placement_version", this, b -> b.coordinator == null ? Double.NaN : b.coordinator.active().version())
         .description("Version of the placement attention replicas are told to use").register(registry);
     for (Outcome o : Outcome.values()) registry.counter("moemesh_expert_balancer_rounds_total", "outcome", o.name().toLowerCase());
+    Gauge.builder("moemesh_expert_live_shards", this, b -> b.coordinator == null ? peers.size() : b.coordinator.liveShards())
+        .description("Routed shards answering shard 0's heartbeats").register(registry);
+    for (int s = 0; s < peers.size(); s++) registry.counter("moemesh_expert_shard_losses_total", "shard", String.valueOf(s));
     timer = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().name("expert-balancer").daemon().factory());
-    timer.scheduleWithFixedDelay(this::tick, interval.toMillis(), interval.toMillis(), TimeUnit.MILLISECONDS);
-    LOG.infof("balancer: every %s over %s", interval, peers);
+    if (!interval.isZero()) timer.scheduleWithFixedDelay(this::tick, interval.toMillis(), interval.toMillis(), TimeUnit.MILLISECONDS);
+    if (failover) timer.scheduleWithFixedDelay(this::heartbeat, heartbeat.toMillis(), heartbeat.toMillis(), TimeUnit.MILLISECONDS);
+    LOG.infof("placement coordinator: balancer %s, failover %s (lost after %d missed heartbeats) over %s",
+        interval.isZero() ? "off" : "every " + interval, failover ? "heartbeat every " + heartbeat : "off", config.failover().misses(), peers);
   }
 
   void stop(@Observes ShutdownEvent event) {
@@ -77,12 +90,42 @@ public class BalancerLoop {
     return c == null ? Optional.empty() : Optional.of(c.active());
   }
 
+  /** The coordinator, once this shard's experts are loaded (it starts from the placement they were loaded for); else null. */
+  private PlacementCoordinator coordinator() {
+    if (coordinator == null && host.isReady())
+      coordinator = new PlacementCoordinator(shards, host.held().placement(),
+          new PlacementCoordinator.Policy(config.balancer().settle(), config.balancer().minGain(), config.balancer().minTokens()),
+          config.failover().misses());
+    return coordinator;
+  }
+
+  private void heartbeat() {
+    try {
+      PlacementCoordinator c = coordinator();
+      if (c == null) return;
+      Heartbeat h = c.heartbeat();
+      h.lost().forEach((shard, why) -> {
+        registry.counter("moemesh_expert_shard_losses_total", "shard", String.valueOf(shard)).increment();
+        LOG.warnf("failover: routed shard %d at %s is lost (%d heartbeats missed, last: %s); its slots move to the live shards",
+            shard, config.peers().orElseThrow().get(shard).trim(), config.failover().misses(), why);
+      });
+      h.back().forEach(shard -> LOG.infof("failover: routed shard %d at %s answers again", shard, config.peers().orElseThrow().get(shard).trim()));
+      switch (h.outcome()) {
+        case REPLACED -> LOG.warnf("failover: %s", h.detail());
+        case REHOMED -> LOG.infof("failover: %s", h.detail());
+        case FAILED -> LOG.warnf("failover: %s; version %d stays active", h.detail(), h.active().version());
+        default -> {}
+      }
+      if (h.outcome() != Outcome.UNCHANGED)
+        registry.counter("moemesh_expert_balancer_rounds_total", "outcome", h.outcome().name().toLowerCase()).increment();
+    } catch (RuntimeException e) {
+      LOG.error("failover: heartbeat failed", e); // the next one tries again
+    }
+  }
+
   private void tick() {
     try {
-      if (!host.isReady()) return;
-      if (coordinator == null)
-        coordinator = new PlacementCoordinator(shards, host.held().placement(),
-            new PlacementCoordinator.Policy(config.balancer().settle(), config.balancer().minGain(), config.balancer().minTokens()));
+      if (coordinator() == null) return;
       Round r = coordinator.round();
       if (!Double.isNaN(r.balancedness())) measured = r;
       registry.counter("moemesh_expert_balancer_rounds_total", "outcome", r.outcome().name().toLowerCase()).increment();
@@ -90,6 +133,7 @@ public class BalancerLoop {
         case PUBLISHED, REPAIRED -> LOG.infof("balancer: %s (tokens per shard %s)", r.detail(), Arrays.toString(r.shardTokens()));
         case FAILED -> LOG.warnf("balancer: %s; version %d stays active", r.detail(), r.active().version());
         case UNCHANGED -> LOG.debugf("balancer: unchanged, %s", r.detail());
+        case DEGRADED, REPLACED, REHOMED -> LOG.debugf("balancer: not moving experts, %s", r.detail());
         case SETTLING -> LOG.debugf("balancer: waiting, %s", r.detail());
         case SKIPPED -> {
           if (!r.detail().equals(lastSkip)) LOG.warnf("balancer: round skipped: %s", r.detail());

@@ -13,17 +13,25 @@ import io.moemesh.proto.expert.v1.PrepareResponse;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 
-/** A routed shard over gRPC: Info and Load with a short deadline, Prepare (which loads weights) with a long one. */
+/**
+ * A routed shard over gRPC: Info and Load with a short deadline, Prepare (which loads weights) with a long one, and
+ * heartbeats (Info) with the failover's, shorter still.
+ */
 final class GrpcShardClient implements ShardClient {
   private final String name;
   private final ManagedChannel channel;
-  private final Duration prepareTimeout, callTimeout;
+  private final Duration prepareTimeout, callTimeout, heartbeatTimeout;
 
   GrpcShardClient(int shard, String address, Duration prepareTimeout) {
-    this.name = "shard " + shard + " at " + address;
+    this(shard, address, prepareTimeout, prepareTimeout.dividedBy(10));
+  }
+
+  GrpcShardClient(int shard, String address, Duration prepareTimeout, Duration heartbeatTimeout) {
+    this.name = "routed shard " + shard + " at " + address;
     this.channel = MeshChannels.builder(address).maxInboundMessageSize(64 << 20).build();
     this.prepareTimeout = prepareTimeout;
     this.callTimeout = prepareTimeout.dividedBy(10);
+    this.heartbeatTimeout = heartbeatTimeout;
   }
 
   @Override
@@ -34,6 +42,11 @@ final class GrpcShardClient implements ShardClient {
   @Override
   public ExpertServiceInfo info() {
     return call(() -> stub(callTimeout).info(InfoRequest.getDefaultInstance()));
+  }
+
+  @Override
+  public ExpertServiceInfo heartbeat() {
+    return call(() -> stub(heartbeatTimeout).info(InfoRequest.getDefaultInstance()));
   }
 
   @Override
@@ -55,7 +68,7 @@ final class GrpcShardClient implements ShardClient {
       return rpc.get();
     } catch (StatusRuntimeException e) {
       channel.resetConnectBackoff(); // a restarted shard is tried at once next time
-      throw new IllegalStateException(name + ": " + e.getStatus(), e);
+      throw new IllegalStateException(name + ": " + MeshChannels.describe(e.getStatus()), e);
     }
   }
 

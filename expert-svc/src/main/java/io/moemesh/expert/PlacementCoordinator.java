@@ -2,6 +2,7 @@ package io.moemesh.expert;
 
 import io.moemesh.model.moe.Placement;
 import io.moemesh.model.moe.balance.ExpertBalancer;
+import io.moemesh.model.moe.balance.ShardFailover;
 import io.moemesh.proto.expert.v1.ExpertLoadReport;
 import io.moemesh.proto.expert.v1.ExpertRole;
 import io.moemesh.proto.expert.v1.ExpertServiceInfo;
@@ -36,10 +37,21 @@ import java.util.concurrent.Future;
  * balancer that restarted (shard 0) knows only its starting placement: it resumes the newest placement a shard has
  * prepared (Info's prepared_placement), so a restart does not undo the balancing.
  *
+ * <p>Failover, one {@link #heartbeat()} per heartbeat interval (more often than rounds):
+ * <pre>
+ *   Info from every shard ── {@code misses} in a row ──▶ lost ──▶ ShardFailover.hosts: its slots hosted on live shards
+ *                        └─ a lost shard answers again ──▶ back ──▶ ShardFailover.hosts: its slots home again
+ *   new hosts, at a version never prepared before ── Prepare on every live shard ── all answered ──▶ active (REPLACED | REHOMED)
+ *                                                                                └─ one failed ──▶ active kept (FAILED), next heartbeat again
+ * </pre>
+ * The slot maps do not change, only the shards hosting the slots: every live shard keeps what it computed and
+ * loads the lost shard's slots it now hosts from the model files, so results stay the same bits. While a shard is
+ * lost or its slots are away from home, rounds do not move experts (DEGRADED).
+ *
  * <p>Not thread-safe: one thread runs the rounds; {@link #active()} may be read from any thread.
  */
 final class PlacementCoordinator {
-  enum Outcome { PUBLISHED, REPAIRED, UNCHANGED, SETTLING, SKIPPED, FAILED }
+  enum Outcome { PUBLISHED, REPAIRED, UNCHANGED, SETTLING, SKIPPED, FAILED, REPLACED, REHOMED, DEGRADED }
 
   /**
    * What a round did (SKIPPED: a shard did not answer or answered nonsense; SETTLING: replicas still use an older
@@ -56,8 +68,16 @@ final class PlacementCoordinator {
    */
   record Policy(Duration settle, double minGain, long minTokensPerLayer) {}
 
+  /**
+   * What a heartbeat found and did: the shards just lost (each with why it missed) and just back, by index; the
+   * placement active after it; UNCHANGED, REPLACED (slots of lost shards hosted on live ones), REHOMED (slots back
+   * home) or FAILED (a live shard did not prepare the new hosts: the next heartbeat tries again).
+   */
+  record Heartbeat(Outcome outcome, Placement active, java.util.Map<Integer, String> lost, List<Integer> back, String detail) {}
+
   private final List<ShardClient> shards;
   private final Policy policy;
+  private final ShardLiveness liveness;
   private volatile Placement active;
   private long newestVersion; // the highest version any shard holds or was asked to prepare: never reused
   private boolean fresh = true; // no round has got to a decision yet: the shards may hold a newer placement than `active`
@@ -67,12 +87,18 @@ final class PlacementCoordinator {
    * @param initial the placement the shards start with (version 0)
    */
   PlacementCoordinator(List<ShardClient> shards, Placement initial, Policy policy) {
+    this(shards, initial, policy, 3);
+  }
+
+  /** @param misses heartbeats in a row a shard may miss before it counts as lost */
+  PlacementCoordinator(List<ShardClient> shards, Placement initial, Policy policy, int misses) {
     if (shards.size() != initial.numShards())
       throw new IllegalArgumentException(shards.size() + " shards to coordinate, the placement spans " + initial.numShards());
     this.shards = List.copyOf(shards);
     this.active = initial;
     this.newestVersion = initial.version();
     this.policy = policy;
+    this.liveness = new ShardLiveness(shards.size(), misses);
   }
 
   /** The placement attention replicas should use: every shard holds its experts. */
@@ -80,8 +106,59 @@ final class PlacementCoordinator {
     return active;
   }
 
+  /** Routed shards that count as live (heartbeats' view). */
+  int liveShards() {
+    return liveness.numLive();
+  }
+
+  /** Asks every shard for Info; hosts the slots of shards just lost on live ones, and brings those of shards back home. */
+  Heartbeat heartbeat() {
+    Placement current = active;
+    var lost = new java.util.TreeMap<Integer, String>();
+    List<Integer> back = new ArrayList<>();
+    for (int s = 0; s < shards.size(); s++) {
+      String miss;
+      try {
+        ExpertServiceInfo info = shards.get(s).heartbeat();
+        newestVersion = Math.max(newestVersion, info.getPlacementVersion());
+        miss = info.getRole() == ExpertRole.EXPERT_ROLE_ROUTED && info.getShard() == s ? null
+            : "answered as " + info.getRole() + " shard " + info.getShard();
+      } catch (RuntimeException e) {
+        miss = message(e);
+      }
+      switch (liveness.record(s, miss == null)) {
+        case LOST -> lost.put(s, miss);
+        case BACK -> back.add(s);
+        case NONE -> {}
+      }
+    }
+    boolean[] live = liveness.live();
+    if (liveness.numLive() == 0) return new Heartbeat(Outcome.FAILED, current, lost, back, "no routed shard answers");
+    int[] hosts = ShardFailover.hosts(current, live);
+    if (Arrays.equals(hosts, current.slotToShard())) return new Heartbeat(Outcome.UNCHANGED, current, lost, back, "");
+    Placement target = current.hostedOn(hosts, newestVersion + 1);
+    newestVersion = target.version();
+    long start = System.nanoTime();
+    String failures = prepare(target, live);
+    if (!failures.isEmpty())
+      return new Heartbeat(Outcome.FAILED, current, lost, back, "version " + target.version() + " not published: " + failures);
+    active = target;
+    String where = target.isHome() ? "every slot on its home shard"
+        : "slots hosted " + Arrays.toString(hosts) + " (slot → shard; lost: " + lostShards(live) + ")";
+    return new Heartbeat(target.isHome() ? Outcome.REHOMED : Outcome.REPLACED, target, lost, back, String.format(
+        "version %d: %s, prepared on the live shards in %.2f s", target.version(), where, (System.nanoTime() - start) / 1e9));
+  }
+
+  private static List<Integer> lostShards(boolean[] live) {
+    List<Integer> out = new ArrayList<>();
+    for (int s = 0; s < live.length; s++) if (!live[s]) out.add(s);
+    return out;
+  }
+
   Round round() {
     Placement current = active;
+    if (!liveness.allLive() || !current.isHome()) // the heartbeats move slots until every shard is back
+      return stopped(Outcome.DEGRADED, current, "routed shards " + lostShards(liveness.live()) + " are lost or their slots are away from home");
     boolean repair = false;
     PlacementTable newestPrepared = null; // a restarted balancer's candidate to resume
     for (int s = 0; s < shards.size(); s++) {
@@ -168,15 +245,25 @@ final class PlacementCoordinator {
 
   /** Prepares {@code target} on every shard at once; returns why some did not answer, or "" when all did. */
   private String prepareEverywhere(Placement target) {
+    boolean[] all = new boolean[shards.size()];
+    Arrays.fill(all, true);
+    return prepare(target, all);
+  }
+
+  /** Prepares {@code target} on the shards {@code on} marks, at once; returns why some did not answer, or "" when all did. */
+  private String prepare(Placement target, boolean[] on) {
     PlacementTable table = PlacementTables.toProto(target);
     List<String> failures = new ArrayList<>();
     try (var calls = Executors.newVirtualThreadPerTaskExecutor()) {
       List<Future<?>> answers = new ArrayList<>();
-      for (ShardClient shard : shards)
+      for (int s = 0; s < shards.size(); s++) {
+        if (!on[s]) continue;
+        ShardClient shard = shards.get(s);
         answers.add(calls.submit(() -> {
           long version = shard.prepare(table).getPlacementVersion();
           if (version != target.version()) throw new IllegalStateException(shard.name() + " prepared version " + version);
         }));
+      }
       for (Future<?> answer : answers) {
         try {
           answer.get();
@@ -223,6 +310,6 @@ final class PlacementCoordinator {
 
   @Override
   public String toString() {
-    return "PlacementCoordinator{" + shards.size() + " shards, active " + active + ", newest version " + newestVersion + "}";
+    return "PlacementCoordinator{" + shards.size() + " shards (" + liveness.numLive() + " live), active " + active + ", newest version " + newestVersion + "}";
   }
 }

@@ -14,6 +14,7 @@ final class PlacementTables {
     for (int layer = 0; layer < p.numLayers(); layer++)
       if (p.isMoeLayer(layer))
         b.addLayers(LayerSlots.newBuilder().setLayerId(layer).addAllPhysicalToLogical(Arrays.stream(p.physicalToLogical(layer)).boxed().toList()));
+    if (!p.isHome()) b.addAllSlotToShard(Arrays.stream(p.slotToShard()).boxed().toList());
     return b.build();
   }
 
@@ -29,7 +30,9 @@ final class PlacementTables {
       if (map[l.getLayerId()] != null) throw new IllegalArgumentException("layer " + l.getLayerId() + " appears twice");
       map[l.getLayerId()] = l.getPhysicalToLogicalList().stream().mapToInt(Integer::intValue).toArray();
     }
-    return Placement.of(table.getVersion(), table.getNumShards(), table.getNumExperts(), map);
+    Placement p = Placement.of(table.getVersion(), table.getNumShards(), table.getNumExperts(), map);
+    return table.getSlotToShardCount() == 0 ? p
+        : p.hostedOn(table.getSlotToShardList().stream().mapToInt(Integer::intValue).toArray(), table.getVersion());
   }
 
   /** Whether {@code a} and {@code b} put the same experts in the same slots (whatever their versions). */

@@ -15,6 +15,11 @@ interface ShardClient extends AutoCloseable {
 
   ExpertServiceInfo info();
 
+  /** Info with the failover's short deadline: a shard that does not answer in time misses this heartbeat. */
+  default ExpertServiceInfo heartbeat() {
+    return info();
+  }
+
   ExpertLoadReport load();
 
   PrepareResponse prepare(PlacementTable placement);

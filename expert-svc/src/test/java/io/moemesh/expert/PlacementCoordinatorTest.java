@@ -215,6 +215,94 @@ class PlacementCoordinatorTest {
     }
   }
 
+  @Nested
+  class Failover {
+    /** Heartbeats until one changes something (or {@code max} went by). */
+    PlacementCoordinator.Heartbeat beats(int max) {
+      PlacementCoordinator.Heartbeat h = null;
+      for (int i = 0; i < max; i++) {
+        h = coordinator.heartbeat();
+        if (h.outcome() != Outcome.UNCHANGED || !h.lost().isEmpty() || !h.back().isEmpty()) return h;
+      }
+      return h;
+    }
+
+    @Test
+    void aShardThatMissesThreeHeartbeatsIsLostAndItsSlotsAreHostedOnTheLiveOne() {
+      assertThat(beats(5).outcome()).as("every shard answers: nothing to do").isEqualTo(Outcome.UNCHANGED);
+      shards.get(1).down = true;
+      assertThat(coordinator.heartbeat().lost()).as("one miss is not a loss").isEmpty();
+      assertThat(coordinator.heartbeat().lost()).isEmpty();
+      var h = coordinator.heartbeat();
+      assertThat(h.lost()).containsOnlyKeys(1);
+      assertThat(h.lost().get(1)).contains("shard 1 is down");
+      assertThat(h.outcome()).as(h.detail()).isEqualTo(Outcome.REPLACED);
+      assertThat(coordinator.liveShards()).isEqualTo(1);
+      Placement active = coordinator.active();
+      assertThat(active.version()).isEqualTo(1);
+      assertThat(active.slotToShard()).containsOnly(0);
+      assertThat(PlacementTables.sameSlots(active.hostedOn(INITIAL.slotToShard(), 0), INITIAL)).as("the same slot maps").isTrue();
+      assertThat(shards.get(0).prepared).extracting(PlacementTable::getVersion).containsExactly(1L);
+      assertThat(shards.get(0).holdsAllOf(active)).isTrue();
+      assertThat(active.expertsOnShard(1, 0)).as("shard 0 now computes every expert").hasSize(EXPERTS);
+      assertThat(shards.get(1).prepared).as("nothing is sent to a lost shard").isEmpty();
+      assertThat(coordinator.heartbeat().outcome()).as("still lost: nothing more to do").isEqualTo(Outcome.UNCHANGED);
+      assertThat(coordinator.round().outcome()).as("no rebalancing while degraded").isEqualTo(Outcome.DEGRADED);
+    }
+
+    @Test
+    void aRestartedShardGetsItsSlotsBackAndTheBalancerGoesOn() {
+      coordinator.heartbeat(); // every shard has answered: from now on misses count
+      shards.get(1).down = true;
+      assertThat(beats(3).outcome()).isEqualTo(Outcome.REPLACED);
+      FakeShard restarted = shards.get(1);
+      restarted.down = false; // restarted: it resumed the newest placement its peers prepared, where it hosts nothing
+      restarted.previous = null;
+      restarted.newest = shards.get(0).newest();
+      var h = coordinator.heartbeat();
+      assertThat(h.back()).containsExactly(1);
+      assertThat(h.outcome()).as(h.detail()).isEqualTo(Outcome.REHOMED);
+      assertThat(coordinator.active().version()).isEqualTo(2);
+      assertThat(coordinator.active().isHome()).isTrue();
+      for (FakeShard s : shards) assertThat(s.holdsAllOf(coordinator.active())).as("shard %d", s.index).isTrue();
+      assertThat(restarted.prepared).extracting(PlacementTable::getVersion).containsExactly(2L);
+      skew(1000);
+      assertThat(round().outcome()).as("balancing resumes once every slot is home").isEqualTo(Outcome.PUBLISHED);
+      assertThat(coordinator.active().version()).isEqualTo(3);
+    }
+
+    @Test
+    void aFailedPrepareKeepsTheActivePlacementAndTheNextHeartbeatTriesAgainUnderANewVersion() {
+      coordinator.heartbeat();
+      shards.get(1).down = true;
+      shards.get(0).failPrepare = true;
+      var h = beats(3);
+      assertThat(h.outcome()).as(h.detail()).isEqualTo(Outcome.FAILED);
+      assertThat(coordinator.active()).isSameAs(INITIAL);
+      shards.get(0).failPrepare = false;
+      h = coordinator.heartbeat();
+      assertThat(h.outcome()).as(h.detail()).isEqualTo(Outcome.REPLACED);
+      assertThat(coordinator.active().version()).as("version 1 was asked for once: never reused").isEqualTo(2);
+    }
+
+    @Test
+    void aShardStillLoadingAsTheMeshStartsIsNotLost() {
+      shards.get(1).down = true; // has never answered
+      assertThat(beats(10).lost()).isEmpty();
+      assertThat(coordinator.active()).isSameAs(INITIAL);
+    }
+
+    @Test
+    void aShardAnsweringAsAnotherCountsAsMissing() {
+      coordinator = new PlacementCoordinator(new ArrayList<>(shards), INITIAL, POLICY, 1);
+      coordinator.heartbeat();
+      shards.get(1).answersAs = 0; // another process took shard 1's address: it answers as shard 0
+      var h = coordinator.heartbeat();
+      assertThat(h.lost()).containsOnlyKeys(1);
+      assertThat(h.lost().get(1)).contains("answered as EXPERT_ROLE_ROUTED shard 0");
+    }
+  }
+
   static PlacementInUse use(long version, long idleMillis) {
     return PlacementInUse.newBuilder().setPlacementVersion(version).setIdleMillis(idleMillis).build();
   }
@@ -228,9 +316,11 @@ class PlacementCoordinatorTest {
     long[] tokens = new long[EXPERTS];
     List<PlacementInUse> inUse = List.of();
     boolean down, failPrepare;
+    int answersAs;
 
     FakeShard(int index) {
       this.index = index;
+      this.answersAs = index;
     }
 
     Placement newest() {
@@ -263,7 +353,7 @@ class PlacementCoordinatorTest {
     @Override
     public ExpertServiceInfo info() {
       if (down) throw new IllegalStateException(name() + " is down");
-      return ExpertServiceInfo.newBuilder().setRole(ExpertRole.EXPERT_ROLE_ROUTED).setShard(index).setNumShards(SHARDS)
+      return ExpertServiceInfo.newBuilder().setRole(ExpertRole.EXPERT_ROLE_ROUTED).setShard(answersAs).setNumShards(SHARDS)
           .setPlacementVersion(newest.version()).setPreparedPlacement(PlacementTables.toProto(newest)).build();
     }
 

@@ -78,8 +78,7 @@ public final class GrpcExpertTransport implements ExpertTransport {
       check(shards[s], info.getShard() == s && info.getNumShards() == shards.length,
           "is shard " + info.getShard() + " of " + info.getNumShards() + ", expected " + s + " of " + shards.length);
       check(shards[s], info.getPrecision().equals(precision.name().toLowerCase(Locale.ROOT)), "computes in " + info.getPrecision() + ", this engine in " + precision);
-      int slots = info.getHeldCount() == 0 ? 0 : info.getHeld(0).getExpertsCount();
-      check(shards[s], slots > 0, "holds no experts");
+      check(shards[s], info.getHeldCount() > 0, "holds no MoE layers"); // a rejoining shard may hold no experts until it gets its slots back
     }
     if (shared != null) {
       ExpertServiceInfo info = info(shared, deadline);
@@ -175,7 +174,7 @@ public final class GrpcExpertTransport implements ExpertTransport {
 
     private synchronized void broken(Throwable why) {
       requests = null;
-      String reason = why instanceof StatusRuntimeException e ? e.getStatus().toString() : String.valueOf(why);
+      String reason = why instanceof StatusRuntimeException e ? MeshChannels.describe(e.getStatus()) : String.valueOf(why);
       pending.keySet().forEach(k -> {
         var f = pending.remove(k);
         if (f != null) f.completeExceptionally(new IllegalStateException(name + ": " + reason, why));

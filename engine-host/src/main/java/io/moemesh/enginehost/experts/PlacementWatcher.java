@@ -124,6 +124,8 @@ public class PlacementWatcher {
       map[l.getLayerId()] = l.getPhysicalToLogicalList().stream().mapToInt(Integer::intValue).toArray();
     }
     Placement p = Placement.of(table.getVersion(), table.getNumShards(), table.getNumExperts(), map);
+    if (table.getSlotToShardCount() > 0) // slots of a lost shard hosted on live ones
+      p = p.hostedOn(table.getSlotToShardList().stream().mapToInt(Integer::intValue).toArray(), table.getVersion());
     if (p.numShards() != like.numShards() || p.numExperts() != like.numExperts() || p.numSlots() != like.numSlots())
       throw new IllegalArgumentException("version " + p.version() + " spans " + p.numShards() + " shards × " + p.numSlots() + " slots of "
           + p.numExperts() + " experts; this engine " + like.numShards() + " × " + like.numSlots() + " of " + like.numExperts());

@@ -28,6 +28,19 @@ class PlacementWatcherTest {
   }
 
   @Test
+  void aFailoverPlacementKeepsItsSlotHosts() {
+    int[] allOnShard0 = new int[INITIAL.numSlots()];
+    var published = table(5, 2, INITIAL.physicalToLogical(1)).toBuilder()
+        .addAllSlotToShard(Arrays.stream(allOnShard0).boxed().toList()).build();
+    Placement next = PlacementWatcher.newer(info(published), INITIAL).orElseThrow();
+    assertThat(next.slotToShard()).containsOnly(0);
+    assertThat(next.expertsOnShard(1, 1)).as("the lost shard computes nothing").isEmpty();
+    assertThat(next.expertsOnShard(1, 0)).hasSize(8);
+    var badHost = table(6, 2, INITIAL.physicalToLogical(1)).toBuilder().addSlotToShard(0).build();
+    assertThatThrownBy(() -> PlacementWatcher.newer(info(badHost), INITIAL)).hasMessageContaining("1 slot hosts for 10 slots");
+  }
+
+  @Test
   void theSameOrAnOlderVersionOrNoneIsIgnored() {
     assertThat(PlacementWatcher.newer(ExpertServiceInfo.getDefaultInstance(), INITIAL)).as("no balancer").isEmpty();
     assertThat(PlacementWatcher.newer(info(table(0, 2, INITIAL.physicalToLogical(1))), INITIAL)).isEmpty();

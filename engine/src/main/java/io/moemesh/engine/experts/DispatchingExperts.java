@@ -29,13 +29,35 @@ import java.util.concurrent.TimeoutException;
  *
  * <p>Faults: a shard whose call fails counts as down for a moment. Its assignments go to another replica of
  * their expert on a live shard, now and in the layers that follow; an expert with no other replica waits for
- * the shard (retried) until the layer's timeout, then the step fails with a message naming the shard.
+ * a live holder: the shard itself back (restarted), or a newer placement ({@link #usePlacement}: the experts'
+ * coordinator hosts a lost shard's slots on live shards) — retried every half second until the step deadline,
+ * then the step fails with a message that starts with {@value #SHARD_LOSS} and names the shard. A step that
+ * failed so on a placement fails at once on its next tries while that placement stays (the engine runs the step's
+ * requests again one by one: each would wait the deadline again), until a newer placement arrives.
  */
 public final class DispatchingExperts implements ExpertBackend {
+  /** The start of the message of a step that failed because no live shard held one of its experts. */
+  public static final String SHARD_LOSS = "expert-shard loss: ";
+
+  /** Told about retries, e.g. to count them and mark traces; called on the engine's step thread. */
+  public interface RetryListener {
+    RetryListener NONE = new RetryListener() {};
+
+    /** {@code assignments} of {@code layerId} are sent again after {@code why}. */
+    default void redispatched(int layerId, int assignments, String why) {}
+
+    /** A step gave up: no live holder of an expert within the step deadline. */
+    default void stepFailed(String why) {}
+  }
+
   private final ExpertTransport transport;
   private final LocalExperts localShared; // null: the shared experts are remote
   private final boolean int8;
   private final Duration timeout;
+  private final Duration stepDeadline;
+  private volatile RetryListener retries = RetryListener.NONE;
+  private long stepStartNanos;   // when the current forward pass began; step thread only
+  private long gaveUpOnVersion = -1; // the placement a step last gave up on: later steps fail at once until it changes
   private final int firstMoeLayer;
   private volatile Placement next;
   private Placement placement; // the step's; only the step thread touches it
@@ -52,6 +74,15 @@ public final class DispatchingExperts implements ExpertBackend {
    * @param timeout how long one layer waits for its experts
    */
   public DispatchingExperts(ExpertTransport transport, Placement placement, LocalExperts localShared, boolean int8, Duration timeout) {
+    this(transport, placement, localShared, int8, timeout, timeout);
+  }
+
+  /**
+   * @param timeout how long one layer waits for a shard's answer
+   * @param stepDeadline how long after its start a step may retry assignments whose shard failed, waiting for a live holder
+   */
+  public DispatchingExperts(ExpertTransport transport, Placement placement, LocalExperts localShared, boolean int8, Duration timeout,
+      Duration stepDeadline) {
     if (placement.numShards() != transport.numShards())
       throw new IllegalArgumentException("the placement spans " + placement.numShards() + " shards, the transport " + transport.numShards());
     this.transport = transport;
@@ -60,6 +91,7 @@ public final class DispatchingExperts implements ExpertBackend {
     this.localShared = localShared;
     this.int8 = int8;
     this.timeout = timeout;
+    this.stepDeadline = stepDeadline;
     this.downUntil = new long[placement.numShards()];
     int first = 0;
     while (!placement.isMoeLayer(first)) first++;
@@ -71,6 +103,11 @@ public final class DispatchingExperts implements ExpertBackend {
     if (placement.numShards() != transport.numShards())
       throw new IllegalArgumentException("the placement spans " + placement.numShards() + " shards, the transport " + transport.numShards());
     this.next = placement;
+  }
+
+  /** Where retries are reported (engine-host: metrics and trace spans). */
+  public void onRetry(RetryListener listener) {
+    this.retries = listener;
   }
 
   /** The placement forward passes use now (the next one's, once a pass has started after {@link #usePlacement}). */
@@ -108,6 +145,7 @@ public final class DispatchingExperts implements ExpertBackend {
     if (layerId == firstMoeLayer && inFlight == 0) {
       placement = next;
       steps++;
+      stepStartNanos = System.nanoTime();
     }
     Hidden h = quantize(k, x, scratch);
     CompletableFuture<ExpertOutputs> remoteShared = sharedOut != null && localShared == null
@@ -172,31 +210,45 @@ public final class DispatchingExperts implements ExpertBackend {
   }
 
   /**
-   * Sends the {@code failed} assignments again: to another replica on a live shard where there is one, else
-   * to their own shard once more (a restarted shard answers), until the layer's timeout.
+   * Sends the {@code failed} assignments again: to another replica on a live shard where there is one (under the
+   * step's placement, or a newer one published meanwhile), else to their own shard once more (a restarted shard
+   * answers), until the step deadline.
    */
   private void redispatch(Kernels k, Tensor y, Sent sent, int[] failed, TensorArena scratch) {
-    long deadline = System.nanoTime() + timeout.toNanos();
+    long deadline = stepStartNanos + stepDeadline.toNanos();
     int n = sent.routing.tokenRows().length;
+    retries.redispatched(sent.layerId, failed.length, lastFailure.getMessage());
     while (failed.length > 0) {
-      if (System.nanoTime() > deadline)
-        throw new IllegalStateException(lastFailure.getMessage() + " (no other replica answered within " + timeout.toMillis() + " ms)", lastFailure);
+      Placement newest = next; // the coordinator may have hosted the lost shard's slots elsewhere since the step began
       int[] shardOf = new int[n];
       java.util.Arrays.fill(shardOf, -1);
-      boolean waiting = false;
+      int orphan = -1; // an expert no live shard holds
       for (int i : failed) {
         int expert = expertOf(sent.routing, i);
-        int live = liveReplica(sent.layerId, expert);
-        if (live < 0) waiting = true;
-        shardOf[i] = live >= 0 ? live : placement.shardOf(placement.slot(sent.layerId, expert, 0));
+        int live = liveReplica(newest, sent.layerId, expert);
+        if (live < 0) live = liveReplica(placement, sent.layerId, expert);
+        if (live < 0) orphan = expert;
+        shardOf[i] = live >= 0 ? live : newest.shardOf(newest.slot(sent.layerId, expert, 0));
       }
-      if (waiting) pause(); // every replica of some expert is down: give its shard a moment to come back
+      if (orphan >= 0) {
+        boolean gaveUpHere = gaveUpOnVersion == newest.version();
+        if (gaveUpHere || System.nanoTime() - deadline > 0) {
+          gaveUpOnVersion = newest.version();
+          String why = SHARD_LOSS + "no live routed shard holds expert " + orphan + " of layer " + sent.layerId + " (placement version "
+              + newest.version() + ") within the step deadline of " + stepDeadline.toMillis() + " ms" + (gaveUpHere ? " (given up before)" : "")
+              + "; last failure: " + lastFailure.getMessage();
+          retries.stepFailed(why);
+          throw new IllegalStateException(why, lastFailure);
+        }
+        pause(); // every holder of some expert is down: give its shard, or the coordinator, a moment
+      }
       ShardPlan[] plans = plans(sent.routing, shardOf, Math.toIntExact(sent.routedOut.numRows()));
       @SuppressWarnings("unchecked")
       CompletableFuture<ExpertOutputs>[] calls = new CompletableFuture[plans.length];
       for (int s = 0; s < plans.length; s++)
-        if (plans[s] != null) calls[s] = transport.routed(s, plans[s].dispatch(sent.layerId, placement.version(), sent.hidden, scratch));
+        if (plans[s] != null) calls[s] = transport.routed(s, plans[s].dispatch(sent.layerId, newest.version(), sent.hidden, scratch));
       failed = place(k, y, plans, calls, sent.layerId, scratch);
+      if (failed.length > 0) retries.redispatched(sent.layerId, failed.length, lastFailure.getMessage());
     }
   }
 
@@ -206,8 +258,13 @@ public final class DispatchingExperts implements ExpertBackend {
     return e;
   }
 
-  /** A shard holding {@code expert} in {@code layerId} that is not down, or -1. */
+  /** A shard holding {@code expert} in {@code layerId} under the step's placement that is not down, or -1. */
   private int liveReplica(int layerId, int expert) {
+    return liveReplica(placement, layerId, expert);
+  }
+
+  /** A shard holding {@code expert} in {@code layerId} under {@code placement} that is not down, or -1. */
+  private int liveReplica(Placement placement, int layerId, int expert) {
     for (int r = 0; r < placement.replicas(layerId, expert); r++) {
       int shard = placement.shardOf(placement.slot(layerId, expert, r));
       if (!isDown(shard)) return shard;
@@ -271,8 +328,9 @@ public final class DispatchingExperts implements ExpertBackend {
     for (int e = 0; e < routing.numExperts(); e++) {
       for (int i = routing.expertOffsets()[e]; i < routing.expertOffsets()[e + 1]; i++) {
         shardOf[i] = placement.shardOf(shardOf[i]);
-        if (isDown(shardOf[i])) { // around a shard that just failed, while another replica lives
+        if (isDown(shardOf[i])) { // around a shard that just failed, while another replica lives (or a newer placement hosts one)
           int live = liveReplica(layerId, e);
+          if (live < 0) live = liveReplica(next, layerId, e);
           if (live >= 0) shardOf[i] = live;
         }
       }

@@ -7,8 +7,10 @@ import java.util.List;
 /**
  * Where the routed experts live: per MoE layer, {@code numShards × slotsPerShard} physical slots, each holding
  * one logical expert; a hot expert may hold several slots (redundant copies, as DeepSeek's EPLB places them).
- * Slot {@code s} lives on shard {@code s / slotsPerShard}. Immutable; a new placement carries a higher
- * {@code version}. Layers are indexed by {@code layerId}; dense layers have no entry.
+ * Slot {@code s} belongs to shard {@code s / slotsPerShard} (its home) and lives there, unless that shard was lost:
+ * then {@code slotToShard} hosts it on a live shard ({@link io.moemesh.model.moe.balance.ShardFailover}), the same
+ * slot in every layer. Immutable; a new placement carries a higher {@code version}. Layers are indexed by
+ * {@code layerId}; dense layers have no entry.
  */
 public final class Placement {
   private final long version;
@@ -17,8 +19,9 @@ public final class Placement {
   private final int numExperts;
   private final int[][] physicalToLogical;   // [layerId][slot] → expert; null for dense layers
   private final int[][][] logicalToPhysical; // [layerId][expert] → slots, ascending; null for dense layers
+  private final int[] slotToShard;           // [slot] → the shard hosting it in every layer; home: slot / slotsPerShard
 
-  private Placement(long version, int numShards, int numExperts, int[][] physicalToLogical) {
+  private Placement(long version, int numShards, int numExperts, int[][] physicalToLogical, int[] slotToShard) {
     this.version = version;
     this.numShards = numShards;
     this.numExperts = numExperts;
@@ -37,6 +40,16 @@ public final class Placement {
     if (numShards < 1 || slots % numShards != 0)
       throw new IllegalArgumentException(slots + " slots per layer do not split evenly over " + numShards + " shards");
     this.slotsPerShard = slots / numShards;
+    if (slotToShard == null) {
+      slotToShard = new int[slots];
+      for (int s = 0; s < slots; s++) slotToShard[s] = s / slotsPerShard;
+    }
+    if (slotToShard.length != slots)
+      throw new IllegalArgumentException(slotToShard.length + " slot hosts for " + slots + " slots per layer");
+    for (int s = 0; s < slots; s++)
+      if (slotToShard[s] < 0 || slotToShard[s] >= numShards)
+        throw new IllegalArgumentException("slot " + s + " is hosted on shard " + slotToShard[s] + ", not in [0, " + numShards + ")");
+    this.slotToShard = slotToShard;
   }
 
   /**
@@ -47,7 +60,12 @@ public final class Placement {
   public static Placement of(long version, int numShards, int numExperts, int[][] physicalToLogical) {
     int[][] copy = new int[physicalToLogical.length][];
     for (int i = 0; i < copy.length; i++) copy[i] = physicalToLogical[i] == null ? null : physicalToLogical[i].clone();
-    return new Placement(version, numShards, numExperts, copy);
+    return new Placement(version, numShards, numExperts, copy, null);
+  }
+
+  /** This placement's slot maps with the slots hosted by {@code slotToShard} ([slot] → shard), under {@code newVersion}. */
+  public Placement hostedOn(int[] slotToShard, long newVersion) {
+    return new Placement(newVersion, numShards, numExperts, physicalToLogical, slotToShard.clone());
   }
 
   /**
@@ -66,7 +84,7 @@ public final class Placement {
       map[layer] = new int[slots];
       for (int s = 0; s < slots; s++) map[layer][s] = s % numExperts;
     }
-    return new Placement(0, numShards, numExperts, map);
+    return new Placement(0, numShards, numExperts, map, null);
   }
 
   private static int[][] invert(int layer, int[] physicalToLogical, int numExperts) {
@@ -115,8 +133,25 @@ public final class Placement {
     return layerId >= 0 && layerId < physicalToLogical.length && physicalToLogical[layerId] != null;
   }
 
+  /** The shard that hosts {@code slot} (its home shard unless that one was lost). */
   public int shardOf(int slot) {
+    return slotToShard[slot];
+  }
+
+  /** The shard {@code slot} belongs to when every shard is live: {@code slot / slotsPerShard}. */
+  public int homeShard(int slot) {
     return slot / slotsPerShard;
+  }
+
+  /** Which shard hosts each slot, [slot] → shard (a copy). */
+  public int[] slotToShard() {
+    return slotToShard.clone();
+  }
+
+  /** Whether every slot lives on its home shard. */
+  public boolean isHome() {
+    for (int s = 0; s < slotToShard.length; s++) if (slotToShard[s] != homeShard(s)) return false;
+    return true;
   }
 
   /** The expert held in {@code slot} of {@code layerId}. */
@@ -142,7 +177,7 @@ public final class Placement {
   /** The distinct experts {@code shard} holds in {@code layerId}, ascending. */
   public int[] expertsOnShard(int layerId, int shard) {
     int[] map = moeLayer(layerId);
-    return Arrays.stream(map, shard * slotsPerShard, (shard + 1) * slotsPerShard).distinct().sorted().toArray();
+    return java.util.stream.IntStream.range(0, map.length).filter(s -> slotToShard[s] == shard).map(s -> map[s]).distinct().sorted().toArray();
   }
 
   /** The slot map of {@code layerId} (a copy). */
@@ -152,7 +187,7 @@ public final class Placement {
 
   /** This placement's slot maps under a new version number. */
   public Placement withVersion(long newVersion) {
-    return new Placement(newVersion, numShards, numExperts, physicalToLogical);
+    return new Placement(newVersion, numShards, numExperts, physicalToLogical, slotToShard);
   }
 
   private int[] moeLayer(int layerId) {
@@ -167,7 +202,7 @@ public final class Placement {
   @Override
   public boolean equals(Object o) {
     return o instanceof Placement p && p.version == version && p.numShards == numShards && p.numExperts == numExperts
-        && Arrays.deepEquals(p.physicalToLogical, physicalToLogical);
+        && Arrays.deepEquals(p.physicalToLogical, physicalToLogical) && Arrays.equals(p.slotToShard, slotToShard);
   }
 
   @Override
@@ -177,6 +212,7 @@ public final class Placement {
 
   @Override
   public String toString() {
-    return "Placement{version=" + version + ", shards=" + numShards + ", slotsPerShard=" + slotsPerShard + ", experts=" + numExperts + "}";
+    return "Placement{version=" + version + ", shards=" + numShards + ", slotsPerShard=" + slotsPerShard + ", experts=" + numExperts
+        + (isHome() ? "" : ", hosted " + Arrays.toString(slotToShard)) + "}";
   }
 }
