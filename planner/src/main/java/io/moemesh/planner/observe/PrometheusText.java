@@ -71,7 +71,11 @@ public final class PrometheusText {
       if (labels.put(labelName, value.toString()) != null) {
         throw new MetricsFormatException(lineNumber, "label " + labelName + " repeated", line);
       }
-      if (pos < line.length() && line.charAt(pos) == ',') pos++;
+      if (pos < line.length() && line.charAt(pos) == ',') {
+        pos++;
+      } else if (pos >= line.length() || line.charAt(pos) != '}') {
+        throw new MetricsFormatException(lineNumber, "expected , or } after label " + labelName, line);
+      }
     }
   }
 
