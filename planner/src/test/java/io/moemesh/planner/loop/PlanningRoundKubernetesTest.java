@@ -8,6 +8,7 @@ import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
 import io.micrometer.prometheus.PrometheusConfig;
 import io.micrometer.prometheus.PrometheusMeterRegistry;
+import io.moemesh.planner.RecordedReplica;
 import io.moemesh.planner.Stage;
 import io.moemesh.planner.connect.KubernetesConnector;
 import io.moemesh.planner.connect.KubernetesDiscovery;

@@ -1,4 +1,4 @@
-package io.moemesh.planner.loop;
+package io.moemesh.planner;
 
 import com.sun.net.httpserver.HttpServer;
 import java.io.IOException;
@@ -10,11 +10,11 @@ import java.net.URI;
 import java.nio.charset.StandardCharsets;
 
 /** A replica's {@code /q/metrics} on a real loopback port (port 0), serving the recorded text it is set to. */
-final class RecordedReplica implements AutoCloseable {
+public final class RecordedReplica implements AutoCloseable {
   private final HttpServer server;
   private volatile byte[] body = new byte[0];
 
-  RecordedReplica() throws IOException {
+  public RecordedReplica() throws IOException {
     server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
     server.createContext("/q/metrics", exchange -> {
       byte[] b = body;
@@ -28,7 +28,7 @@ final class RecordedReplica implements AutoCloseable {
   }
 
   /** Serves src/test/resources/scrapes/{@code resource} from now on. */
-  RecordedReplica serve(String resource) {
+  public RecordedReplica serve(String resource) {
     try (InputStream in = RecordedReplica.class.getResourceAsStream("/scrapes/" + resource)) {
       body = new String(in.readAllBytes(), StandardCharsets.UTF_8).getBytes(StandardCharsets.UTF_8);
     } catch (IOException e) {
@@ -37,7 +37,7 @@ final class RecordedReplica implements AutoCloseable {
     return this;
   }
 
-  URI metricsUrl() {
+  public URI metricsUrl() {
     return URI.create("http://127.0.0.1:" + server.getAddress().getPort() + "/q/metrics");
   }
 
