@@ -6,6 +6,10 @@ public final class MetricsFormatException extends RuntimeException {
     super("line " + lineNumber + ": " + problem + ": " + abbreviate(line));
   }
 
+  public MetricsFormatException(String problem) {
+    super(problem);
+  }
+
   private static String abbreviate(String line) {
     return line.length() <= 120 ? line : line.substring(0, 120) + "…";
   }

@@ -16,8 +16,23 @@ public record Scrape(String replica, Instant at, List<Sample> samples) {
     samples = List.copyOf(samples);
   }
 
+  /** Parses a replica's text; a histogram bucket whose {@code le} is not a number is refused here, not later. */
   public static Scrape of(String replica, Instant at, String prometheusText) {
-    return new Scrape(replica, at, PrometheusText.parse(prometheusText));
+    List<Sample> samples = PrometheusText.parse(prometheusText);
+    for (Sample s : samples) {
+      String le = s.labels().get("le");
+      if (le == null || !s.name().endsWith("_bucket")) continue;
+      try {
+        upperBound(le);
+      } catch (NumberFormatException e) {
+        throw new MetricsFormatException(s.name() + ": bucket bound le=\"" + le + "\" is not a number");
+      }
+    }
+    return new Scrape(replica, at, samples);
+  }
+
+  private static double upperBound(String le) {
+    return le.equals("+Inf") ? Double.POSITIVE_INFINITY : Double.parseDouble(le);
   }
 
   /** The sum of every finite series named {@code name}; 0 when there is none (a NaN gauge is a loading engine). */
@@ -27,13 +42,9 @@ public record Scrape(String replica, Instant at, List<Sample> samples) {
     return sum;
   }
 
-  /** Whether any finite series is named {@code name}. */
-  public boolean has(String name) {
-    for (Sample s : samples) if (s.name().equals(name) && Double.isFinite(s.value())) return true;
-    return false;
-  }
-
-  /** The cumulative bucket counts of histogram {@code name} (its {@code _bucket} series), by upper bound {@code le}. */
+  /**
+   * The cumulative bucket counts of histogram {@code name} (its {@code _bucket} series), by upper bound {@code le}.
+   */
   public NavigableMap<Double, Double> buckets(String histogram) {
     String bucketName = histogram + "_bucket";
     NavigableMap<Double, Double> byUpperBound = new TreeMap<>();
@@ -41,8 +52,7 @@ public record Scrape(String replica, Instant at, List<Sample> samples) {
       if (!s.name().equals(bucketName)) continue;
       String le = s.labels().get("le");
       if (le == null) continue;
-      double bound = le.equals("+Inf") ? Double.POSITIVE_INFINITY : Double.parseDouble(le);
-      byUpperBound.merge(bound, s.value(), Double::sum);
+      byUpperBound.merge(upperBound(le), s.value(), Double::sum);
     }
     return byUpperBound;
   }

@@ -37,6 +37,12 @@ class PrometheusTextTest {
   }
 
   @Test
+  void aBucketBoundThatIsNotANumberIsRefusedWithTheScrape() {
+    assertThatThrownBy(() -> Scrape.of("r", java.time.Instant.EPOCH, "h_seconds_bucket{le=\"soon\"} 1"))
+        .isInstanceOf(MetricsFormatException.class).hasMessage("h_seconds_bucket: bucket bound le=\"soon\" is not a number");
+  }
+
+  @Test
   void quantileOfTheInfBucketIsTheHighestFiniteBound() {
     var buckets = new java.util.TreeMap<Double, Double>(Map.of(0.1, 0.0, 1.0, 1.0, Double.POSITIVE_INFINITY, 10.0));
     assertThat(Percentiles.of(buckets).p90()).isEqualTo(1.0);
