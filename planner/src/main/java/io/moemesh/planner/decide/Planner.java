@@ -52,7 +52,9 @@ public final class Planner {
           Double.NaN, capacity, correction.factor(), observed, target);
     }
     double demand = demand(observation);
-    correction.update(observed, target, actual >= Demand.replicas(demand, 1, capacity));
+    // the replicas that served the interval: pods still loading their model are counted by the connector, not scraped
+    int serving = Math.min(actual, observation.replicas());
+    correction.update(observed, target, serving >= Demand.replicas(demand, 1, capacity));
     int required = bounds.clamp(Demand.replicas(demand, correction.factor(), capacity));
     Hysteresis.Outcome outcome;
     if (actual != bounds.clamp(actual)) {

@@ -151,6 +151,15 @@ class PlannerTest {
     }
 
     @Test
+    void replicasStillLoadingDoNotCountAsCapacity() {
+      var planner = new Planner(SETTINGS, PROFILE);
+      // the Deployment is at 3 for 24 in flight, but only 1 pod answered (2 still load their model): ITL is high
+      Decision d = planner.decide(T0, decode(1, 2.4, 100, 24, 0, 0.5), 3);
+      assertThat(d.correction()).isEqualTo(1.0);
+      assertThat(d.desired()).isEqualTo(3);
+    }
+
+    @Test
     void theCorrectionIsCappedAtItsMaximum() {
       var planner = new Planner(SETTINGS, PROFILE);
       Decision d = null;
