@@ -48,6 +48,7 @@ public final class Planner {
     Correction correction = corrections.get(stage);
     if (!(observation.seconds() > 0)) {
       int desired = bounds.clamp(actual);
+      if (desired != actual) hysteresis.get(stage).scaledTo(now, desired > actual);
       return new Decision(stage, now, actual, desired, desired, desired == actual ? Reason.NO_DATA : Reason.OUT_OF_BOUNDS,
           Double.NaN, capacity, correction.factor(), observed, target);
     }

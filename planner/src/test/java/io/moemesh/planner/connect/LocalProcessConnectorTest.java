@@ -92,7 +92,7 @@ class LocalProcessConnectorTest {
       }
       if (p + 10 > 65535) continue;
       try (var s = new ServerSocket(p + 10)) {
-        return p;
+        if (s.getLocalPort() == p + 10) return p;
       } catch (IOException taken) {
         // try another
       }
