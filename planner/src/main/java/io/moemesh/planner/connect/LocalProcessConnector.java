@@ -1,0 +1,119 @@
+package io.moemesh.planner.connect;
+
+import io.moemesh.planner.Stage;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.URI;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Replicas as local processes, as {@code bin/moemesh up} runs them: replica i of a stage is the stage's command with
+ * {@code {index}}, {@code {httpPort}} and {@code {grpcPort}} filled in (HTTP base + 10·i, gRPC one above, as up's
+ * ports), its output in {@code <logDir>/<stage>-<i>.log}. Scaling up starts the next indices; scaling down stops the
+ * highest with SIGTERM (Quarkus finishes its calls in flight) and, after {@code grace}, kills it. It is also the
+ * discovery of those processes. It never adopts processes it did not start.
+ */
+public final class LocalProcessConnector implements ReplicaConnector, ReplicaDiscovery, AutoCloseable {
+  /**
+   * How a stage's replica is started.
+   *
+   * @param command  the command line, with {@code {index}}, {@code {httpPort}}, {@code {grpcPort}} placeholders
+   * @param httpBasePort the HTTP port of replica 0 (up: prefill 9200, decode 9300)
+   */
+  public record Launch(List<String> command, int httpBasePort) {
+    public Launch {
+      command = List.copyOf(command);
+      if (command.isEmpty()) throw new IllegalArgumentException("empty command");
+    }
+
+    int httpPort(int index) {
+      return httpBasePort + 10 * index;
+    }
+
+    List<String> commandFor(int index) {
+      return command.stream().map(arg -> arg.replace("{index}", Integer.toString(index))
+          .replace("{httpPort}", Integer.toString(httpPort(index))).replace("{grpcPort}", Integer.toString(httpPort(index) + 1))).toList();
+    }
+  }
+
+  private final Map<Stage, Launch> launches = new EnumMap<>(Stage.class);
+  private final Path logDir;
+  private final Duration grace;
+  private final Map<Stage, List<Process>> running = new EnumMap<>(Stage.class);
+
+  public LocalProcessConnector(Map<Stage, Launch> launches, Path logDir, Duration grace) {
+    this.launches.putAll(launches);
+    this.logDir = logDir;
+    this.grace = grace;
+    for (Stage stage : Stage.values()) running.put(stage, new ArrayList<>());
+  }
+
+  @Override
+  public synchronized int replicas(Stage stage) {
+    return (int) running.get(stage).stream().filter(Process::isAlive).count();
+  }
+
+  @Override
+  public synchronized void scale(Stage stage, int replicas) {
+    if (replicas < 0) throw new IllegalArgumentException("replicas must be >= 0, not " + replicas);
+    Launch launch = launches.get(stage);
+    if (launch == null) throw new ConnectorException(stage, "no launch command configured");
+    List<Process> processes = running.get(stage);
+    // a replica that died is started again at its index (its ports), then the next indices
+    for (int i = 0; i < Math.min(processes.size(), replicas); i++) {
+      if (!processes.get(i).isAlive()) processes.set(i, start(stage, launch, i));
+    }
+    while (processes.size() < replicas) processes.add(start(stage, launch, processes.size()));
+    while (processes.size() > replicas) stop(processes.removeLast());
+  }
+
+  @Override
+  public synchronized List<URI> metricsUrls(Stage stage) {
+    Launch launch = launches.get(stage);
+    List<URI> urls = new ArrayList<>();
+    List<Process> processes = running.get(stage);
+    for (int i = 0; i < processes.size(); i++) {
+      if (processes.get(i).isAlive()) urls.add(URI.create("http://127.0.0.1:" + launch.httpPort(i) + "/q/metrics"));
+    }
+    return urls;
+  }
+
+  /** Stops every process it started. */
+  @Override
+  public synchronized void close() {
+    for (List<Process> processes : running.values()) {
+      while (!processes.isEmpty()) stop(processes.removeLast());
+    }
+  }
+
+  private Process start(Stage stage, Launch launch, int index) {
+    try {
+      Files.createDirectories(logDir);
+      Path log = logDir.resolve(stage.label() + "-" + index + ".log");
+      return new ProcessBuilder(launch.commandFor(index)).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+    } catch (IOException e) {
+      throw new ConnectorException(stage, "starting replica " + index, e);
+    }
+  }
+
+  private void stop(Process process) {
+    process.destroy();
+    try {
+      if (!process.waitFor(grace.toMillis(), TimeUnit.MILLISECONDS)) {
+        process.destroyForcibly();
+        process.waitFor(grace.toMillis(), TimeUnit.MILLISECONDS);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      process.destroyForcibly();
+      throw new UncheckedIOException(new IOException("interrupted while stopping a replica", e));
+    }
+  }
+}
