@@ -16,7 +16,7 @@ import org.junit.jupiter.api.Test;
  * ({@code moemesh.*}) and OpenTelemetry variable a service reads has a row, and every row is a key some service reads.
  */
 class ConfigurationDocTest {
-  static final List<String> SERVICES = List.of("gateway", "prefill-svc", "decode-svc", "kv-store", "expert-svc");
+  static final List<String> SERVICES = List.of("gateway", "prefill-svc", "decode-svc", "kv-store", "expert-svc", "planner");
   private static final Pattern ROW = Pattern.compile("(?m)^\\| `([a-z0-9.-]+)` \\|");
 
   @Test
