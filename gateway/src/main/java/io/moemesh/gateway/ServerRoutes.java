@@ -38,13 +38,25 @@ public class ServerRoutes {
     router.post("/detokenize").handler(body).handler(ctx -> blocking(ctx, this::detokenize));
     router.errorHandler(404, ctx -> ResponseWriter.sendError(ctx.response(),
         ApiError.notFound("No route " + ctx.request().method() + " " + ctx.request().path())));
+    router.errorHandler(400, ctx -> ResponseWriter.sendError(ctx.response(), new ApiError(400, "invalid_request_error",
+        "We could not read your request", null, null, null)));
     router.errorHandler(405, ctx -> ResponseWriter.sendError(ctx.response(),
         new ApiError(405, "invalid_request_error", "Method " + ctx.request().method() + " is not allowed on "
             + ctx.request().path(), null, "method_not_allowed", null)));
   }
 
-  /** 414 for a request URI longer than the gateway's limit, 431 for a larger header block; else on to the routes. */
+  /**
+   * 400 for a request target that is no URI ({@link GatewayMain} turns Quarkus' own check, which answers without a
+   * body, off), 414 for one longer than the gateway's limit, 431 for a larger header block; else on to the routes.
+   */
   private void withinLimits(RoutingContext ctx) {
+    try {
+      new java.net.URI(ctx.request().uri());
+    } catch (java.net.URISyntaxException e) {
+      ResponseWriter.sendError(ctx.response(), new ApiError(400, "invalid_request_error",
+          "The request target is not a valid URI: " + e.getReason() + " at index " + e.getIndex(), null, null, null));
+      return;
+    }
     int uri = ctx.request().uri().length();
     if (uri > config.maxUriLength()) {
       ResponseWriter.sendError(ctx.response(), new ApiError(414, "invalid_request_error", "The request URI is " + uri

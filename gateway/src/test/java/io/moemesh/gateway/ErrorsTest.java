@@ -117,6 +117,21 @@ class ErrorsTest {
         .body("error.type", equalTo("invalid_request_error"));
   }
 
+  /** A request target that is no URI is a 400 in OpenAI's shape, not Quarkus' empty one. */
+  @Test
+  void requestTargetsThatAreNoUriAre400InOpenAiShape() throws Exception {
+    for (String target : List.of("/v1/%zz", "/v1/models?q=%", "/v1/models%")) {
+      try (var socket = new java.net.Socket("localhost", io.restassured.RestAssured.port)) {
+        socket.setSoTimeout(10_000);
+        socket.getOutputStream().write(("GET " + target + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+            .getBytes(java.nio.charset.StandardCharsets.ISO_8859_1));
+        String answer = new String(socket.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        assertThat(answer).as(target).startsWith("HTTP/1.1 400").contains("application/json").contains("\"invalid_request_error\"");
+      }
+    }
+    given().get("/v1/models").then().statusCode(200);
+  }
+
   /** Over the gateway's limits (moemesh.gateway.max-uri-length, max-header-size), below Netty's, which has no body. */
   @Test
   void longUrisAndLargeHeadersAre414And431InOpenAiShape() {
