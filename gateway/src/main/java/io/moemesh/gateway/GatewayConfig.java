@@ -58,6 +58,13 @@ public interface GatewayConfig {
   @WithDefault("2")
   int unavailableRetries();
 
+  /**
+   * How many times one choice may move to another decode replica after tokens went out (its replica died, drained or
+   * broke the stream): the prompt and the tokens delivered are computed again there and the stream goes on. 0 = never.
+   */
+  @WithDefault("2")
+  int maxMigrations();
+
   /** How often every replica's {@code Load} is polled for routing and readiness. */
   @WithDefault("200ms")
   Duration loadPollInterval();
