@@ -53,7 +53,7 @@ public interface GatewayConfig {
 
   /**
    * How many other replicas a leg (prefill, or decode before its first token) tries after one answered
-   * UNAVAILABLE; a decode leg that already streamed tokens is never retried.
+   * UNAVAILABLE; a choice whose decode leg already streamed tokens migrates instead ({@link #maxMigrations()}).
    */
   @WithDefault("2")
   int unavailableRetries();

@@ -1,0 +1,227 @@
+package io.moemesh.e2e;
+
+import static io.moemesh.e2e.DisaggregatedMeshTest.prompt;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.moemesh.e2e.CancellationMeshTest.Scrape;
+import io.moemesh.engine.EngineSettings;
+import io.moemesh.engine.GenerationRequest;
+import io.moemesh.engine.KvConnector;
+import io.moemesh.engine.LoadedEngine;
+import io.moemesh.model.demo.DemoCheckpoint;
+import io.moemesh.model.sampling.SamplingParams;
+import io.moemesh.model.tokenizer.Tokenizer;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Mid-stream migration and graceful drain (docs/reliability.md, "Drain and migration") with real processes: kv-store,
+ * a prefill replica, two decode replicas and the gateway on the tiny model. Ten greedy streams run at once; one decode
+ * replica is killed (kill -9), or sent SIGTERM, while they stream. Every stream completes with the text of one
+ * in-process engine, its usage counting the original prompt and every token once.
+ */
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+class MigrationMeshTest {
+  @TempDir static Path workDir;
+  static final Duration TIMEOUT = Duration.ofMinutes(3);
+  /** The decode replicas' drain timeout: short, so streams outlast it and are cut off and continued elsewhere. */
+  static final Duration DRAIN_TIMEOUT = Duration.ofSeconds(1);
+  static final int STREAMS = 10, MAX_TOKENS = 440, PROMPT_TOKENS = 24;
+  static Path model;
+  static ServiceProcess kvStore, prefill, decodeA, decodeB, gateway;
+  static List<String> decodeProps;
+  static LoadedEngine reference;
+  static Tokenizer tokenizer;
+
+  @BeforeAll
+  static void startMesh() throws Exception {
+    model = workDir.resolve("tiny");
+    DemoCheckpoint.writeShipped("tiny", model, 11, DemoCheckpoint.Format.BF16, (done, total) -> {});
+    kvStore = ServiceProcess.start("kv-store", "migrate-kv-store", List.of("moemesh.kv-store.max-bytes=256M"));
+    List<String> engine = List.of("moemesh.engine.model-dir=" + model, "moemesh.engine.kv-cache-memory=32M", "moemesh.engine.threads=1");
+    prefill = ServiceProcess.start("prefill-svc", "migrate-prefill",
+        DisaggregatedMeshTest.with(engine, "moemesh.prefill.kv-store=" + kvStore.grpcAddress()));
+    decodeProps = DisaggregatedMeshTest.with(engine, "moemesh.decode.drain-timeout=" + DRAIN_TIMEOUT.toMillis() + "ms");
+    decodeA = ServiceProcess.start("decode-svc", "migrate-decode-a", decodeProps);
+    decodeB = ServiceProcess.start("decode-svc", "migrate-decode-b", decodeProps);
+    gateway = ServiceProcess.start("gateway", "migrate-gateway", List.of("moemesh.gateway.model-dir=" + model,
+        "moemesh.gateway.max-queue-wait=1h", "moemesh.gateway.prefill.replicas=" + prefill.grpcAddress(),
+        "moemesh.gateway.decode.replicas=" + decodeA.grpcAddress() + "," + decodeB.grpcAddress()));
+    reference = LoadedEngine.open(EngineSettings.fromConfig("e", key -> Optional.ofNullable(
+        Map.of("e.model-dir", model.toString(), "e.kv-cache-memory", "32M").get(key))), KvConnector.NONE, (done, total) -> {});
+    tokenizer = Tokenizer.load(model);
+    for (ServiceProcess p : List.of(kvStore, prefill, decodeA, decodeB, gateway)) p.awaitReady(DisaggregatedMeshTest.READY);
+  }
+
+  @AfterAll
+  static void stopMesh() throws Exception {
+    for (ServiceProcess p : new ServiceProcess[] {gateway, decodeA, decodeB, prefill, kvStore}) if (p != null) p.close();
+    if (tokenizer != null) tokenizer.close();
+    if (reference != null) reference.close();
+  }
+
+  @Test
+  @Order(1)
+  void killingADecodeReplicaMidStreamLosesNoStream() throws Exception {
+    Scrape g0 = Scrape.of(gateway);
+    List<Sse> streams = startStreams("kill", 300);
+    awaitAllStreaming(streams);
+    long killedAt = System.nanoTime();
+    decodeA.kill();
+    assertEveryStreamMatchesOneEngine(streams, 300);
+    Scrape g = Scrape.of(gateway);
+    double migrated = g.delta(g0, "moemesh_gateway_migrations_total{reason=\"unavailable\"}")
+        + g.delta(g0, "moemesh_gateway_migrations_total{reason=\"incomplete\"}");
+    assertThat(migrated).as("streams continued on the other replica").isPositive();
+    double resumed = g.delta(g0, "moemesh_gateway_migration_resume_seconds_count");
+    double meanResume = g.delta(g0, "moemesh_gateway_migration_resume_seconds_sum") / resumed;
+    long worstGapMs = streams.stream().mapToLong(s -> s.longestGapAfter(killedAt)).max().orElseThrow() / 1_000_000;
+    System.out.printf("kill -9 of a decode replica: %.0f of %d streams migrated; resume (gateway, loss to the next token) mean %.0f ms;"
+        + " longest client-side gap after the kill %d ms%n", migrated, STREAMS, meanResume * 1000, worstGapMs);
+    // back to two replicas for the next test, on the same ports (the gateway's configured address)
+    decodeA = ServiceProcess.start("decode-svc", "migrate-decode-a-again", decodeProps, decodeA.httpPort, decodeA.grpcPort);
+    decodeA.awaitReady(DisaggregatedMeshTest.READY);
+  }
+
+  @Test
+  @Order(2)
+  void sigtermDrainsADecodeReplicaAndItsStreamsFinishElsewhere() throws Exception {
+    awaitRoutable(decodeA);
+    Scrape g0 = Scrape.of(gateway);
+    List<Sse> streams = startStreams("drain", 400);
+    awaitAllStreaming(streams);
+    long sigterm = System.nanoTime();
+    decodeB.terminate();
+    // the JVM's own shutdown after the drain (Quarkus, the engine's threads) on a loaded 2-core box: a few seconds
+    assertThat(decodeB.awaitExit(DRAIN_TIMEOUT.plusSeconds(20))).as("the drained replica exits").isTrue();
+    long exitMs = (System.nanoTime() - sigterm) / 1_000_000;
+    assertEveryStreamMatchesOneEngine(streams, 400);
+    Scrape g = Scrape.of(gateway);
+    double drained = g.delta(g0, "moemesh_gateway_migrations_total{reason=\"drain\"}");
+    double other = g.delta(g0, "moemesh_gateway_migrations_total{reason=\"unavailable\"}")
+        + g.delta(g0, "moemesh_gateway_migrations_total{reason=\"incomplete\"}");
+    System.out.printf("SIGTERM of a decode replica (drain timeout %d ms): exited after %d ms; %.0f streams cut off at the drain"
+        + " timeout and continued elsewhere, %.0f lost otherwise%n", DRAIN_TIMEOUT.toMillis(), exitMs, drained, other);
+    assertThat(drained).as("the streams still running at the drain timeout moved with the drain marker").isPositive();
+    assertThat(other).as("a drain loses no stream to a broken connection").isZero();
+  }
+
+  /** Ten greedy streams, each its own prompt, {@code maxTokens} tokens with EOS ignored (long enough to be cut). */
+  private static List<Sse> startStreams(String name, int seed) {
+    List<Sse> streams = new ArrayList<>();
+    for (int i = 0; i < STREAMS; i++) streams.add(new Sse(name + "-" + i, prompt(seed + i, PROMPT_TOKENS)));
+    return streams;
+  }
+
+  /** Every stream has tokens from decode (not just the prefill's first), and both replicas run some of them. */
+  private static void awaitAllStreaming(List<Sse> streams) {
+    await().atMost(TIMEOUT).pollInterval(Duration.ofMillis(5)).until(() -> streams.stream().allMatch(s -> s.chunks.get() >= 3 || s.done()));
+    assertThat(streams).as("none finished before the replica goes").noneMatch(Sse::done);
+    for (ServiceProcess replica : List.of(decodeA, decodeB))
+      assertThat(Scrape.of(replica).value("vllm:num_requests_running")).as(replica.name + " runs streams").isPositive();
+  }
+
+  /** The gateway's poller takes a replica back once its Load answers, within a poll interval (200 ms) of its readiness. */
+  private static void awaitRoutable(ServiceProcess replica) throws Exception {
+    assertThat(replica.alive()).isTrue();
+    Thread.sleep(1000);
+  }
+
+  private static void assertEveryStreamMatchesOneEngine(List<Sse> streams, int seed) throws Exception {
+    for (int i = 0; i < streams.size(); i++) {
+      Sse s = streams.get(i);
+      s.result.get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+      int[] expected = reference.engine().submit(GenerationRequest.of("ref-" + s.id, prompt(seed + i, PROMPT_TOKENS),
+          SamplingParams.greedy().toBuilder().ignoreEos(true).build(), MAX_TOKENS)).await(Duration.ofSeconds(120)).tokenIds();
+      assertThat(s.error).as("stream %s failed", s.id).isNull();
+      assertThat(s.text.toString()).as("stream %s", s.id).isEqualTo(tokenizer.decode(expected, true));
+      assertThat(s.finishReason).as(s.id).isEqualTo("length");
+      assertThat(s.usage.path("prompt_tokens").asInt()).as(s.id).isEqualTo(PROMPT_TOKENS);
+      assertThat(s.usage.path("completion_tokens").asInt()).as(s.id).isEqualTo(MAX_TOKENS);
+    }
+  }
+
+  /** One streaming completion read as it arrives: its text, finish reason, usage, and when each chunk came. */
+  static final class Sse {
+    private static final HttpClient HTTP = HttpClient.newHttpClient();
+    private static final ObjectMapper JSON = new ObjectMapper();
+    final String id;
+    final AtomicInteger chunks = new AtomicInteger();
+    final List<Long> arrivals = java.util.Collections.synchronizedList(new ArrayList<>());
+    final StringBuilder text = new StringBuilder();
+    final AtomicLong doneAt = new AtomicLong();
+    final CompletableFuture<Void> result;
+    volatile String finishReason, error;
+    volatile JsonNode usage;
+
+    Sse(String id, int[] prompt) {
+      this.id = id;
+      String body = "{\"model\": \"tiny\", \"prompt\": " + Arrays.toString(prompt) + ", \"max_tokens\": " + MAX_TOKENS
+          + ", \"temperature\": 0, \"ignore_eos\": true, \"stream\": true, \"stream_options\": {\"include_usage\": true}}";
+      var request = HttpRequest.newBuilder(URI.create("http://localhost:" + gateway.httpPort + "/v1/completions"))
+          .header("Content-Type", "application/json").header("X-Request-Id", id).POST(HttpRequest.BodyPublishers.ofString(body)).build();
+      result = HTTP.sendAsync(request, HttpResponse.BodyHandlers.ofLines()).thenAccept(response -> {
+        if (response.statusCode() != 200) error = "HTTP " + response.statusCode();
+        response.body().filter(l -> l.startsWith("data: ")).map(l -> l.substring(6)).forEach(this::event);
+        doneAt.set(System.nanoTime());
+      });
+    }
+
+    private void event(String data) {
+      if (data.equals("[DONE]")) return;
+      try {
+        JsonNode json = JSON.readTree(data);
+        if (json.has("error")) error = json.get("error").toString();
+        for (JsonNode c : json.path("choices")) {
+          text.append(c.path("text").asText());
+          if (c.hasNonNull("finish_reason")) finishReason = c.get("finish_reason").asText();
+        }
+        if (json.hasNonNull("usage")) usage = json.get("usage");
+        arrivals.add(System.nanoTime());
+        chunks.incrementAndGet();
+      } catch (java.io.IOException e) {
+        error = "unreadable event: " + data;
+      }
+    }
+
+    boolean done() {
+      return result.isDone();
+    }
+
+    /** The longest wait between chunks (or from {@code since} to the first chunk) after {@code since}. */
+    long longestGapAfter(long since) {
+      long last = since, worst = 0;
+      synchronized (arrivals) {
+        for (long t : arrivals) {
+          if (t < since) continue;
+          worst = Math.max(worst, t - last);
+          last = t;
+        }
+      }
+      return worst;
+    }
+  }
+}
