@@ -11,7 +11,6 @@ import io.moemesh.engine.EngineSettings;
 import io.moemesh.engine.GenerationRequest;
 import io.moemesh.engine.KvConnector;
 import io.moemesh.engine.LoadedEngine;
-import io.moemesh.model.demo.DemoCheckpoint;
 import io.moemesh.model.sampling.SamplingParams;
 import io.moemesh.model.tokenizer.Tokenizer;
 import java.net.URI;
@@ -35,22 +34,24 @@ import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestMethodOrder;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Mid-stream migration and graceful drain (docs/reliability.md, "Drain and migration") with real processes: kv-store,
- * a prefill replica, two decode replicas and the gateway on the tiny model. Ten greedy streams run at once; one decode
+ * a prefill replica, two decode replicas and the gateway on the shipped demo model (its 1024-token context lets a stream
+ * run for seconds). Ten greedy streams run at once; one decode
  * replica is killed (kill -9), or sent SIGTERM, while they stream. Every stream completes with the text of one
  * in-process engine, its usage counting the original prompt and every token once.
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class MigrationMeshTest {
-  @TempDir static Path workDir;
+  static final Path MODEL = ServiceProcess.ROOT.resolve("models/demo").toAbsolutePath();
   static final Duration TIMEOUT = Duration.ofMinutes(3);
-  /** The decode replicas' drain timeout: short, so streams outlast it and are cut off and continued elsewhere. */
-  static final Duration DRAIN_TIMEOUT = Duration.ofSeconds(1);
-  static final int STREAMS = 10, MAX_TOKENS = 440, PROMPT_TOKENS = 24;
-  static Path model;
+  /**
+   * Replica B's drain timeout: none, so every stream running there at SIGTERM is cut off and continues elsewhere
+   * (whatever the machine's speed); streams that finish within a drain are {@link #aDrainCallLetsRunningStreamsFinish}'s.
+   */
+  static final Duration DRAIN_TIMEOUT = Duration.ZERO;
+  static final int STREAMS = 10, MAX_TOKENS = 960, PROMPT_TOKENS = 24;
   static ServiceProcess kvStore, prefill, decodeA, decodeB, gateway;
   static List<String> decodeProps;
   static LoadedEngine reference;
@@ -58,21 +59,20 @@ class MigrationMeshTest {
 
   @BeforeAll
   static void startMesh() throws Exception {
-    model = workDir.resolve("tiny");
-    DemoCheckpoint.writeShipped("tiny", model, 11, DemoCheckpoint.Format.BF16, (done, total) -> {});
     kvStore = ServiceProcess.start("kv-store", "migrate-kv-store", List.of("moemesh.kv-store.max-bytes=256M"));
-    List<String> engine = List.of("moemesh.engine.model-dir=" + model, "moemesh.engine.kv-cache-memory=32M", "moemesh.engine.threads=1");
+    List<String> engine = List.of("moemesh.engine.model-dir=" + MODEL, "moemesh.engine.kv-cache-memory=64M", "moemesh.engine.threads=1");
     prefill = ServiceProcess.start("prefill-svc", "migrate-prefill",
         DisaggregatedMeshTest.with(engine, "moemesh.prefill.kv-store=" + kvStore.grpcAddress()));
-    decodeProps = DisaggregatedMeshTest.with(engine, "moemesh.decode.drain-timeout=" + DRAIN_TIMEOUT.toMillis() + "ms");
+    decodeProps = engine;
     decodeA = ServiceProcess.start("decode-svc", "migrate-decode-a", decodeProps);
-    decodeB = ServiceProcess.start("decode-svc", "migrate-decode-b", decodeProps);
-    gateway = ServiceProcess.start("gateway", "migrate-gateway", List.of("moemesh.gateway.model-dir=" + model,
+    decodeB = ServiceProcess.start("decode-svc", "migrate-decode-b",
+        DisaggregatedMeshTest.with(engine, "moemesh.decode.drain-timeout=" + DRAIN_TIMEOUT.toMillis() + "ms"));
+    gateway = ServiceProcess.start("gateway", "migrate-gateway", List.of("moemesh.gateway.model-dir=" + MODEL,
         "moemesh.gateway.max-queue-wait=1h", "moemesh.gateway.prefill.replicas=" + prefill.grpcAddress(),
         "moemesh.gateway.decode.replicas=" + decodeA.grpcAddress() + "," + decodeB.grpcAddress()));
     reference = LoadedEngine.open(EngineSettings.fromConfig("e", key -> Optional.ofNullable(
-        Map.of("e.model-dir", model.toString(), "e.kv-cache-memory", "32M").get(key))), KvConnector.NONE, (done, total) -> {});
-    tokenizer = Tokenizer.load(model);
+        Map.of("e.model-dir", MODEL.toString(), "e.kv-cache-memory", "64M").get(key))), KvConnector.NONE, (done, total) -> {});
+    tokenizer = Tokenizer.load(MODEL);
     for (ServiceProcess p : List.of(kvStore, prefill, decodeA, decodeB, gateway)) p.awaitReady(DisaggregatedMeshTest.READY);
   }
 
@@ -87,8 +87,8 @@ class MigrationMeshTest {
   @Order(1)
   void killingADecodeReplicaMidStreamLosesNoStream() throws Exception {
     Scrape g0 = Scrape.of(gateway);
-    List<Sse> streams = startStreams("kill", 300);
-    awaitAllStreaming(streams);
+    List<Sse> streams = startStreams("kill", 300, STREAMS);
+    awaitAllStreaming(streams, decodeA, decodeB);
     long killedAt = System.nanoTime();
     decodeA.kill();
     assertEveryStreamMatchesOneEngine(streams, 300);
@@ -111,8 +111,8 @@ class MigrationMeshTest {
   void sigtermDrainsADecodeReplicaAndItsStreamsFinishElsewhere() throws Exception {
     awaitRoutable(decodeA);
     Scrape g0 = Scrape.of(gateway);
-    List<Sse> streams = startStreams("drain", 400);
-    awaitAllStreaming(streams);
+    List<Sse> streams = startStreams("drain", 400, STREAMS);
+    awaitAllStreaming(streams, decodeA, decodeB);
     long sigterm = System.nanoTime();
     decodeB.terminate();
     // the JVM's own shutdown after the drain (Quarkus, the engine's threads) on a loaded 2-core box: a few seconds
@@ -129,18 +129,54 @@ class MigrationMeshTest {
     assertThat(other).as("a drain loses no stream to a broken connection").isZero();
   }
 
-  /** Ten greedy streams, each its own prompt, {@code maxTokens} tokens with EOS ignored (long enough to be cut). */
-  private static List<Sse> startStreams(String name, int seed) {
+  /**
+   * A planner's Drain call on the last decode replica while it streams: it answers once they all finished there (none
+   * cut off within the timeout), and from then on the replica is out: readiness 503, Load UNAVAILABLE with the drain
+   * marker, and the gateway, with no decode replica left, answers 503.
+   */
+  @Test
+  @Order(3)
+  void aDrainCallLetsRunningStreamsFinish() throws Exception {
+    List<Sse> streams = startStreams("finish", 500, 4);
+    awaitAllStreaming(streams, decodeA);
+    var channel = io.grpc.ManagedChannelBuilder.forTarget(decodeA.grpcAddress()).usePlaintext().build();
+    try {
+      var drained = io.moemesh.proto.decode.v1.DecodeGrpc.newBlockingStub(channel).withDeadlineAfter(3, TimeUnit.MINUTES)
+          .drain(io.moemesh.proto.common.v1.DrainRequest.newBuilder()
+              .setTimeout(com.google.protobuf.Duration.newBuilder().setSeconds(120)).build());
+      assertThat(drained.getCutOff()).isZero();
+      assertThat(drained.getFinished()).isPositive();
+      assertThat(streams).as("the Drain call answers once they are done").allMatch(s -> s.chunks.get() > 0 && s.finishReason != null);
+      assertEveryStreamMatchesOneEngine(streams, 500);
+      var load = org.assertj.core.api.Assertions.catchThrowableOfType(io.grpc.StatusRuntimeException.class,
+          () -> io.moemesh.proto.decode.v1.DecodeGrpc.newBlockingStub(channel).load(io.moemesh.proto.common.v1.LoadReportRequest.getDefaultInstance()));
+      assertThat(io.moemesh.proto.drain.DrainMarker.isDrain(load)).as(String.valueOf(load)).isTrue();
+    } finally {
+      channel.shutdownNow();
+    }
+    var ready = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://localhost:" + decodeA.httpPort + "/q/health/ready")).build(),
+        HttpResponse.BodyHandlers.ofString());
+    assertThat(ready.statusCode()).as(ready.body()).isEqualTo(503);
+    assertThat(ready.body()).contains("draining");
+    await().atMost(TIMEOUT).until(() -> {
+      var refused = new Sse("after-drain", prompt(1, PROMPT_TOKENS));
+      refused.result.get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+      return "HTTP 503".equals(refused.error);
+    });
+  }
+
+  /** Greedy streams, each its own prompt, {@link #MAX_TOKENS} tokens with EOS ignored (long enough to be cut). */
+  private static List<Sse> startStreams(String name, int seed, int count) {
     List<Sse> streams = new ArrayList<>();
-    for (int i = 0; i < STREAMS; i++) streams.add(new Sse(name + "-" + i, prompt(seed + i, PROMPT_TOKENS)));
+    for (int i = 0; i < count; i++) streams.add(new Sse(name + "-" + i, prompt(seed + i, PROMPT_TOKENS)));
     return streams;
   }
 
-  /** Every stream has tokens from decode (not just the prefill's first), and both replicas run some of them. */
-  private static void awaitAllStreaming(List<Sse> streams) {
+  /** Every stream has tokens from decode (not just the prefill's first), and each replica runs some of them. */
+  private static void awaitAllStreaming(List<Sse> streams, ServiceProcess... replicas) {
     await().atMost(TIMEOUT).pollInterval(Duration.ofMillis(5)).until(() -> streams.stream().allMatch(s -> s.chunks.get() >= 3 || s.done()));
     assertThat(streams).as("none finished before the replica goes").noneMatch(Sse::done);
-    for (ServiceProcess replica : List.of(decodeA, decodeB))
+    for (ServiceProcess replica : replicas)
       assertThat(Scrape.of(replica).value("vllm:num_requests_running")).as(replica.name + " runs streams").isPositive();
   }
 
@@ -151,11 +187,13 @@ class MigrationMeshTest {
   }
 
   private static void assertEveryStreamMatchesOneEngine(List<Sse> streams, int seed) throws Exception {
+    List<io.moemesh.engine.RequestStream> references = new ArrayList<>(); // batched: the engine is batch invariant
+    for (int i = 0; i < streams.size(); i++) references.add(reference.engine().submit(GenerationRequest.of("ref-" + streams.get(i).id,
+        prompt(seed + i, PROMPT_TOKENS), SamplingParams.greedy().toBuilder().ignoreEos(true).build(), MAX_TOKENS)));
     for (int i = 0; i < streams.size(); i++) {
       Sse s = streams.get(i);
       s.result.get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
-      int[] expected = reference.engine().submit(GenerationRequest.of("ref-" + s.id, prompt(seed + i, PROMPT_TOKENS),
-          SamplingParams.greedy().toBuilder().ignoreEos(true).build(), MAX_TOKENS)).await(Duration.ofSeconds(120)).tokenIds();
+      int[] expected = references.get(i).await(TIMEOUT).tokenIds();
       assertThat(s.error).as("stream %s failed", s.id).isNull();
       assertThat(s.text.toString()).as("stream %s", s.id).isEqualTo(tokenizer.decode(expected, true));
       assertThat(s.finishReason).as(s.id).isEqualTo("length");
@@ -179,7 +217,7 @@ class MigrationMeshTest {
 
     Sse(String id, int[] prompt) {
       this.id = id;
-      String body = "{\"model\": \"tiny\", \"prompt\": " + Arrays.toString(prompt) + ", \"max_tokens\": " + MAX_TOKENS
+      String body = "{\"model\": \"demo\", \"prompt\": " + Arrays.toString(prompt) + ", \"max_tokens\": " + MAX_TOKENS
           + ", \"temperature\": 0, \"ignore_eos\": true, \"stream\": true, \"stream_options\": {\"include_usage\": true}}";
       var request = HttpRequest.newBuilder(URI.create("http://localhost:" + gateway.httpPort + "/v1/completions"))
           .header("Content-Type", "application/json").header("X-Request-Id", id).POST(HttpRequest.BodyPublishers.ofString(body)).build();
