@@ -182,10 +182,15 @@ class MigrationMeshTest {
       assertThat(Scrape.of(replica).value("vllm:num_requests_running")).as(replica.name + " runs streams").isPositive();
   }
 
-  /** The gateway's poller takes a replica back once its Load answers, within a poll interval (200 ms) of its readiness. */
-  private static void awaitRoutable(ServiceProcess replica) throws Exception {
-    assertThat(replica.alive()).isTrue();
-    Thread.sleep(1000);
+  /**
+   * Until the gateway's readiness lists the replica as reachable: its poller takes a replica back once a Load answers,
+   * and a channel to a restarted address answers only after its reconnect backoff.
+   */
+  private static void awaitRoutable(ServiceProcess replica) {
+    var http = HttpClient.newHttpClient();
+    var ready = HttpRequest.newBuilder(URI.create("http://localhost:" + gateway.httpPort + "/q/health/ready")).build();
+    await().atMost(TIMEOUT).pollInterval(Duration.ofMillis(100)).until(() -> http.send(ready, HttpResponse.BodyHandlers.ofString())
+        .body().replace(" ", "").contains("\"decode@" + replica.grpcAddress() + "\":\"reachable\""));
   }
 
   private static void assertEveryStreamMatchesOneEngine(List<Sse> streams, int seed) throws Exception {
