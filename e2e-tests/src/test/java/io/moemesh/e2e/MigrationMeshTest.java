@@ -56,6 +56,7 @@ class MigrationMeshTest {
   static ServiceProcess kvStore, prefill, decodeA, decodeB, gateway;
   static List<String> decodeProps;
   static LoadedEngine reference;
+  static OtlpReceiver traces; // the gateway's spans: each migration is an event with the tokens delivered before it
   static Tokenizer tokenizer;
 
   @BeforeAll
@@ -69,7 +70,9 @@ class MigrationMeshTest {
     decodeA = ServiceProcess.start("decode-svc", "migrate-decode-a", decodeProps);
     decodeB = ServiceProcess.start("decode-svc", "migrate-decode-b",
         DisaggregatedMeshTest.with(engine, "moemesh.decode.drain-timeout=" + DRAIN_TIMEOUT.toMillis() + "ms"));
+    traces = new OtlpReceiver();
     gateway = ServiceProcess.start("gateway", "migrate-gateway", List.of("moemesh.gateway.model-dir=" + MODEL,
+        "moemesh.otlp.endpoint=" + traces.endpoint(), "quarkus.otel.bsp.schedule.delay=100ms",
         "moemesh.gateway.max-queue-wait=1h", "moemesh.gateway.prefill.replicas=" + prefill.grpcAddress(),
         "moemesh.gateway.decode.replicas=" + decodeA.grpcAddress() + "," + decodeB.grpcAddress()));
     reference = LoadedEngine.open(EngineSettings.fromConfig("e", key -> Optional.ofNullable(
@@ -83,6 +86,7 @@ class MigrationMeshTest {
     for (ServiceProcess p : new ServiceProcess[] {gateway, decodeA, decodeB, prefill, kvStore}) if (p != null) p.close();
     if (tokenizer != null) tokenizer.close();
     if (reference != null) reference.close();
+    if (traces != null) traces.close();
   }
 
   @Test
@@ -93,7 +97,7 @@ class MigrationMeshTest {
     awaitAllStreaming(streams, decodeA, decodeB);
     long killedAt = System.nanoTime();
     decodeA.kill();
-    assertEveryStreamMatchesOneEngine(streams, 300);
+    for (Sse s : streams) s.result.get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
     Scrape g = Scrape.of(gateway);
     double migrated = g.delta(g0, "moemesh_gateway_migrations_total{reason=\"unavailable\"}")
         + g.delta(g0, "moemesh_gateway_migrations_total{reason=\"incomplete\"}");
@@ -105,6 +109,7 @@ class MigrationMeshTest {
         + " longest client-side gap after the kill %d ms%n", migrated, STREAMS, meanResume * 1000, worstGapMs);
     // back to two replicas for the next test, on the same ports (the gateway's configured address)
     decodeA = ServiceProcess.start("decode-svc", "migrate-decode-a-again", decodeProps, decodeA.httpPort, decodeA.grpcPort);
+    assertEveryStreamMatchesOneEngine(streams, 300);
     decodeA.awaitReady(DisaggregatedMeshTest.READY);
   }
 
@@ -120,13 +125,13 @@ class MigrationMeshTest {
     // the JVM's own shutdown after the drain (Quarkus, the engine's threads) on a loaded 2-core box: a few seconds
     assertThat(decodeB.awaitExit(DRAIN_TIMEOUT.plusSeconds(20))).as("the drained replica exits").isTrue();
     long exitMs = (System.nanoTime() - sigterm) / 1_000_000;
+    System.out.printf("SIGTERM of a decode replica (drain timeout %d ms): exited after %d ms%n", DRAIN_TIMEOUT.toMillis(), exitMs);
     assertEveryStreamMatchesOneEngine(streams, 400);
     Scrape g = Scrape.of(gateway);
     double drained = g.delta(g0, "moemesh_gateway_migrations_total{reason=\"drain\"}");
     double other = g.delta(g0, "moemesh_gateway_migrations_total{reason=\"unavailable\"}")
         + g.delta(g0, "moemesh_gateway_migrations_total{reason=\"incomplete\"}");
-    System.out.printf("SIGTERM of a decode replica (drain timeout %d ms): exited after %d ms; %.0f streams cut off at the drain"
-        + " timeout and continued elsewhere, %.0f lost otherwise%n", DRAIN_TIMEOUT.toMillis(), exitMs, drained, other);
+    System.out.printf("SIGTERM: %.0f streams cut off at the drain timeout and continued elsewhere, %.0f lost otherwise%n", drained, other);
     assertThat(drained).as("the streams still running at the drain timeout moved with the drain marker").isPositive();
     assertThat(other).as("a drain loses no stream to a broken connection").isZero();
   }
@@ -143,9 +148,12 @@ class MigrationMeshTest {
     awaitAllStreaming(streams, decodeA);
     var channel = io.grpc.ManagedChannelBuilder.forTarget(decodeA.grpcAddress()).usePlaintext().build();
     try {
+      long start = System.nanoTime();
       var drained = io.moemesh.proto.decode.v1.DecodeGrpc.newBlockingStub(channel).withDeadlineAfter(3, TimeUnit.MINUTES)
           .drain(io.moemesh.proto.common.v1.DrainRequest.newBuilder()
               .setTimeout(com.google.protobuf.Duration.newBuilder().setSeconds(120)).build());
+      System.out.printf("Drain call: %d streams finished in %d ms, %d cut off%n", drained.getFinished(),
+          (System.nanoTime() - start) / 1_000_000, drained.getCutOff());
       assertThat(drained.getCutOff()).isZero();
       assertThat(drained.getFinished()).isPositive();
       assertThat(streams).as("the Drain call answers once they are done").allMatch(s -> s.chunks.get() > 0 && s.finishReason != null);
@@ -193,20 +201,47 @@ class MigrationMeshTest {
         .body().replace(" ", "").contains("\"decode@" + replica.grpcAddress() + "\":\"reachable\""));
   }
 
+  /**
+   * Each stream against one in-process engine, leg by leg: the tokens of an uninterrupted run up to its first cut, then
+   * for each migration (the gateway span's {@code moemesh.migration} events say after how many tokens) a run of the
+   * prompt followed by every token delivered so far. That is what a migration computes; it is the uninterrupted run
+   * itself where recomputing prompt + output reproduces decode's numbers bit for bit, which the naive-MLA prompt path
+   * and the absorbed decode path need not (docs/reliability.md): how many streams equal the uninterrupted run is printed.
+   */
   private static void assertEveryStreamMatchesOneEngine(List<Sse> streams, int seed) throws Exception {
-    List<io.moemesh.engine.RequestStream> references = new ArrayList<>(); // batched: the engine is batch invariant
-    for (int i = 0; i < streams.size(); i++) references.add(reference.engine().submit(GenerationRequest.of("ref-" + streams.get(i).id,
-        prompt(seed + i, PROMPT_TOKENS), SamplingParams.greedy().toBuilder().ignoreEos(true).build(), MAX_TOKENS)));
+    var greedy = SamplingParams.greedy().toBuilder().ignoreEos(true).build();
+    List<io.moemesh.engine.RequestStream> uninterrupted = new ArrayList<>(); // batched: the engine is batch invariant
+    for (int i = 0; i < streams.size(); i++)
+      uninterrupted.add(reference.engine().submit(GenerationRequest.of("ref-" + streams.get(i).id, prompt(seed + i, PROMPT_TOKENS), greedy, MAX_TOKENS)));
+    int sameAsUninterrupted = 0;
     for (int i = 0; i < streams.size(); i++) {
       Sse s = streams.get(i);
       s.result.get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
-      int[] expected = references.get(i).await(TIMEOUT).tokenIds();
       assertThat(s.error).as("stream %s failed", s.id).isNull();
-      assertThat(s.text.toString()).as("stream %s", s.id).isEqualTo(tokenizer.decode(expected, true));
       assertThat(s.finishReason).as(s.id).isEqualTo("length");
       assertThat(s.usage.path("prompt_tokens").asInt()).as(s.id).isEqualTo(PROMPT_TOKENS);
       assertThat(s.usage.path("completion_tokens").asInt()).as(s.id).isEqualTo(MAX_TOKENS);
+      int[] prompt = prompt(seed + i, PROMPT_TOKENS);
+      int[] expected = uninterrupted.get(i).await(TIMEOUT).tokenIds();
+      if (s.text.toString().equals(tokenizer.decode(expected, true))) sameAsUninterrupted++;
+      for (int cut : cuts(s.id)) { // the legs: prompt + the tokens delivered before the cut, then what that computes
+        int[] legPrompt = java.util.stream.IntStream.concat(Arrays.stream(prompt), Arrays.stream(expected, 0, cut)).toArray();
+        int[] leg = reference.engine().submit(GenerationRequest.of("ref-" + s.id + "-" + cut, legPrompt, greedy, MAX_TOKENS - cut))
+            .await(TIMEOUT).tokenIds();
+        expected = java.util.stream.IntStream.concat(Arrays.stream(expected, 0, cut), Arrays.stream(leg)).toArray();
+      }
+      assertThat(s.text.toString()).as("stream %s, cut after %s tokens", s.id, cuts(s.id)).isEqualTo(tokenizer.decode(expected, true));
     }
+    System.out.printf("%d of %d streams give the text of an uninterrupted run%n", sameAsUninterrupted, streams.size());
+  }
+
+  /** The tokens delivered before each migration of the stream, from its gateway span's events. */
+  private static List<Integer> cuts(String streamId) {
+    var span = await().atMost(TIMEOUT).until(() -> traces.all().stream()
+        .filter(sp -> sp.service().equals("gateway") && streamId.equals(sp.attributes().get("moemesh.client_request_id"))).findFirst(),
+        Optional::isPresent).orElseThrow();
+    return span.events().stream().filter(e -> e.name().equals("moemesh.migration"))
+        .map(e -> Integer.parseInt(e.attributes().get("moemesh.migration.tokens_delivered"))).toList();
   }
 
   /** One streaming completion read as it arrives: its text, finish reason, usage, and when each chunk came. */
