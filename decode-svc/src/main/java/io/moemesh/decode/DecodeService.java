@@ -5,10 +5,14 @@ import io.grpc.Status;
 import io.moemesh.engine.GenerationRequest;
 import io.moemesh.engine.KvHandoff;
 import io.moemesh.engine.RequestOutput;
+import io.moemesh.enginehost.Drain;
 import io.moemesh.enginehost.EngineHost;
 import io.moemesh.enginehost.EngineMetrics;
 import io.moemesh.proto.common.v1.LoadReport;
+import io.moemesh.proto.common.v1.DrainRequest;
+import io.moemesh.proto.common.v1.DrainResponse;
 import io.moemesh.proto.common.v1.LoadReportRequest;
+import io.moemesh.proto.drain.DrainMarker;
 import io.moemesh.proto.decode.v1.Decode;
 import io.moemesh.proto.decode.v1.GenerateRequest;
 import io.moemesh.proto.decode.v1.GenerateResponse;
@@ -16,6 +20,7 @@ import io.moemesh.proto.decode.v1.LoadFailurePolicy;
 import io.quarkus.grpc.GrpcService;
 import io.smallrye.mutiny.Multi;
 import io.smallrye.mutiny.Uni;
+import io.smallrye.mutiny.infrastructure.Infrastructure;
 import io.smallrye.mutiny.subscription.MultiEmitter;
 import jakarta.inject.Inject;
 import org.eclipse.microprofile.config.inject.ConfigProperty;
@@ -23,13 +28,17 @@ import org.eclipse.microprofile.config.inject.ConfigProperty;
 /**
  * Decode over gRPC: adapts the wire to the engine and back, nothing else. Tokens go out as the engine's step
  * loop produces them (the emitter is thread-safe); a cancelled call aborts the request in whatever state, and
- * a ticket whose KV was not loaded yet is given up (the load cancelled, the object released).
+ * a ticket whose KV was not loaded yet is given up (the load cancelled, the object released). While the replica drains
+ * ({@link Drain}) new requests and Load answer UNAVAILABLE with the drain marker, and a stream still running at the
+ * drain's timeout ends so too: its gateway continues it on another replica.
  */
 @GrpcService
 public class DecodeService implements Decode {
   @Inject EngineHost host;
   @Inject StoreKvConnector connector;
   @Inject EngineMetrics metrics;
+  @Inject Drain drain;
+  @Inject DecodeDrain drainSettings;
 
   @ConfigProperty(name = "moemesh.decode.on-load-failure", defaultValue = "recompute")
   String defaultOnLoadFailure;
@@ -44,6 +53,10 @@ public class DecodeService implements Decode {
   @Override
   public Multi<GenerateResponse> generate(GenerateRequest request) {
     return Multi.createFrom().emitter(emitter -> {
+      if (drain.draining()) {
+        emitter.fail(DrainMarker.unavailable("decode replica draining: it takes no new request"));
+        return;
+      }
       GenerationRequest spec;
       try {
         spec = toEngine(request);
@@ -62,10 +75,13 @@ public class DecodeService implements Decode {
         emitter.fail(Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException());
         return;
       }
+      Drain.Call inFlight = drain.track(() -> emitter.fail(DrainMarker.unavailable(
+          "decode replica drained: request " + spec.id() + " was still running at the drain timeout")));
       // after the submit: a call cancelled before it runs this at once, so the abort follows the request in
       emitter.onTermination(() -> {
         engine.abort(spec.id()); // a no-op once finished
         connector.abandon(spec.id());
+        inFlight.close();
       });
     });
   }
@@ -113,8 +129,23 @@ public class DecodeService implements Decode {
   @Override
   public Uni<LoadReport> load(LoadReportRequest request) {
     return Uni.createFrom().item(() -> {
+      drain.refuseIfDraining("requests"); // the gateways take the replica out of routing at their next poll
       var loaded = host.loaded();
       return ProtoMapping.loadReport(loaded.engine().stats(), loaded.config().maxPositionEmbeddings());
     });
+  }
+
+  /** Drains the replica ({@link Drain}); answers once no stream runs here. */
+  @Override
+  public Uni<DrainResponse> drain(DrainRequest request) {
+    return Uni.createFrom().item(() -> {
+      java.time.Duration timeout;
+      try {
+        timeout = ProtoMapping.drainTimeout(request, drainSettings.timeout());
+      } catch (IllegalArgumentException e) {
+        throw Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException();
+      }
+      return ProtoMapping.drained(drain.drain(timeout));
+    }).runSubscriptionOn(Infrastructure.getDefaultWorkerPool());
   }
 }

@@ -22,9 +22,12 @@ import java.util.zip.GZIPInputStream;
  * with {@code moemesh.otlp.endpoint=}{@link #endpoint()}: it keeps every span it is sent.
  */
 final class OtlpReceiver implements AutoCloseable {
-  /** One received span; ids in lower-case hex, {@code parentSpanId} empty for a root. */
+  /** One received span; ids in lower-case hex, {@code parentSpanId} empty for a root; its events in order. */
   record ReceivedSpan(String service, String traceId, String spanId, String parentSpanId, String name,
-      io.opentelemetry.proto.trace.v1.Span.SpanKind kind, Map<String, String> attributes) {}
+      io.opentelemetry.proto.trace.v1.Span.SpanKind kind, Map<String, String> attributes, List<ReceivedEvent> events) {}
+
+  /** One event of a span. */
+  record ReceivedEvent(String name, Map<String, String> attributes) {}
 
   private static final HexFormat HEX = HexFormat.of();
   private final HttpServer server;
@@ -38,6 +41,11 @@ final class OtlpReceiver implements AutoCloseable {
 
   String endpoint() {
     return "http://127.0.0.1:" + server.getAddress().getPort();
+  }
+
+  /** Every span received so far. */
+  List<ReceivedSpan> all() {
+    return List.copyOf(spans);
   }
 
   /** The spans received so far of one trace. */
@@ -55,7 +63,8 @@ final class OtlpReceiver implements AutoCloseable {
         for (ScopeSpans scope : resource.getScopeSpansList()) {
           for (var s : scope.getSpansList()) {
             spans.add(new ReceivedSpan(service, HEX.formatHex(s.getTraceId().toByteArray()), HEX.formatHex(s.getSpanId().toByteArray()),
-                HEX.formatHex(s.getParentSpanId().toByteArray()), s.getName(), s.getKind(), attributes(s.getAttributesList())));
+                HEX.formatHex(s.getParentSpanId().toByteArray()), s.getName(), s.getKind(), attributes(s.getAttributesList()),
+                s.getEventsList().stream().map(e -> new ReceivedEvent(e.getName(), attributes(e.getAttributesList()))).toList()));
           }
         }
       }

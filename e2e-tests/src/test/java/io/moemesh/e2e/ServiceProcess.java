@@ -140,6 +140,16 @@ final class ServiceProcess implements AutoCloseable {
     process.destroyForcibly().waitFor();
   }
 
+  /** SIGTERM: the service's shutdown (and drain) runs; returns at once. */
+  void terminate() {
+    process.destroy();
+  }
+
+  /** Waits for the process to exit; false if it still runs after {@code timeout}. */
+  boolean awaitExit(Duration timeout) throws InterruptedException {
+    return process.waitFor(timeout.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+  }
+
   @Override
   public void close() throws InterruptedException {
     process.destroy();

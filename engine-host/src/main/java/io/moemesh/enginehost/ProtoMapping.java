@@ -74,4 +74,16 @@ public final class ProtoMapping {
     return LoadReport.newBuilder().setNumWaiting(s.numWaiting()).setNumRunning(s.numRunning()).setNumLoadingKv(s.numLoadingKv())
         .setQueuedPromptTokens(s.queuedPromptTokens()).setKvCacheUsage(s.kvCache().usage()).setMaxModelLen(maxModelLen).build();
   }
+
+  /** A Drain call's timeout: the request's, else the replica's configured one; a negative one is the caller's error. */
+  public static java.time.Duration drainTimeout(io.moemesh.proto.common.v1.DrainRequest r, java.time.Duration configured) {
+    if (!r.hasTimeout()) return configured;
+    var t = java.time.Duration.ofSeconds(r.getTimeout().getSeconds(), r.getTimeout().getNanos());
+    if (t.isNegative()) throw new IllegalArgumentException("timeout must not be negative, got " + t);
+    return t;
+  }
+
+  public static io.moemesh.proto.common.v1.DrainResponse drained(Drain.Result r) {
+    return io.moemesh.proto.common.v1.DrainResponse.newBuilder().setFinished(r.finished()).setCutOff(r.cutOff()).build();
+  }
 }

@@ -53,10 +53,17 @@ public interface GatewayConfig {
 
   /**
    * How many other replicas a leg (prefill, or decode before its first token) tries after one answered
-   * UNAVAILABLE; a decode leg that already streamed tokens is never retried.
+   * UNAVAILABLE; a choice whose decode leg already streamed tokens migrates instead ({@link #maxMigrations()}).
    */
   @WithDefault("2")
   int unavailableRetries();
+
+  /**
+   * How many times one choice may move to another decode replica after tokens went out (its replica died, drained or
+   * broke the stream): the prompt and the tokens delivered are computed again there and the stream goes on. 0 = never.
+   */
+  @WithDefault("2")
+  int maxMigrations();
 
   /** How often every replica's {@code Load} is polled for routing and readiness. */
   @WithDefault("200ms")

@@ -14,7 +14,9 @@ import java.util.Locale;
  * {@code moemesh_gateway_generation_tokens_total}; for cache-aware prefill routing
  * {@code moemesh_gateway_prefill_routed_total{reason="prefix|load"}} and {@code moemesh_gateway_prefill_prefix_tokens_total};
  * for admission {@code moemesh_gateway_queued_prompt_tokens} and {@code moemesh_gateway_prompt_tokens_per_second}
- * (the rate the queue's wait is predicted with; NaN until measured).
+ * (the rate the queue's wait is predicted with; NaN until measured); for mid-stream migration
+ * {@code moemesh_gateway_migrations_total{reason="drain|unavailable|incomplete"}} and
+ * {@code moemesh_gateway_migration_resume_seconds} (a replica lost to the continuation's first token, a histogram).
  */
 @Singleton
 public class GatewayMetrics {
@@ -24,6 +26,7 @@ public class GatewayMetrics {
   private final Counter promptTokens;
   private final Counter generationTokens;
   private final Counter prefixTokens;
+  private final Timer migrationResume;
 
   GatewayMetrics(MeterRegistry registry) {
     this.registry = registry;
@@ -38,6 +41,20 @@ public class GatewayMetrics {
         .description("Tokens generated for served requests").register(registry);
     this.prefixTokens = Counter.builder("moemesh.gateway.prefill.prefix.tokens")
         .description("Prompt tokens sent to a prefill replica believed to hold them in its prefix cache").register(registry);
+    this.migrationResume = Timer.builder("moemesh.gateway.migration.resume")
+        .description("A decode replica lost mid-stream to the first token of the continuation on another").publishPercentileHistogram()
+        .register(registry);
+  }
+
+  /** A choice moves to another decode replica mid-stream. */
+  void migrated(MigrationReason reason) {
+    Counter.builder("moemesh.gateway.migrations").description("Generations continued on another decode replica mid-stream, by reason")
+        .tag("reason", reason.label()).register(registry).increment();
+  }
+
+  /** A migrated choice's first token from its new replica, {@code sinceLoss} after the old one failed. */
+  void resumed(Duration sinceLoss) {
+    migrationResume.record(sinceLoss);
   }
 
   void requestEnded(GenerationRequest.Endpoint endpoint, int status, Duration latency) {

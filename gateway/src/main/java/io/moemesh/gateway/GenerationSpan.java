@@ -33,11 +33,17 @@ final class GenerationSpan {
   static final AttributeKey<Long> USAGE_INPUT_TOKENS = AttributeKey.longKey("gen_ai.usage.input_tokens");
   static final AttributeKey<Long> USAGE_OUTPUT_TOKENS = AttributeKey.longKey("gen_ai.usage.output_tokens");
   static final AttributeKey<String> ERROR_TYPE = AttributeKey.stringKey("error.type");
+  /** Choices moved to another decode replica mid-stream (set when any did; each one is also an event). */
+  static final AttributeKey<Long> MIGRATIONS = AttributeKey.longKey("moemesh.migrations");
+  static final AttributeKey<String> MIGRATION_REASON = AttributeKey.stringKey("moemesh.migration.reason");
+  static final AttributeKey<Long> MIGRATION_TOKENS = AttributeKey.longKey("moemesh.migration.tokens_delivered");
+  static final AttributeKey<String> MIGRATION_RPC_ID = AttributeKey.stringKey("moemesh.migration.request_id");
 
   private final Span span;
   private final ClientInterceptor calls;
   private final String[] finishReasons; // per choice; written as events pass (serialized by the Multi)
   private long outputTokens;
+  private final java.util.concurrent.atomic.AtomicLong migrations = new java.util.concurrent.atomic.AtomicLong();
 
   GenerationSpan(Span span, ClientInterceptor calls, int numChoices) {
     this.span = span;
@@ -48,6 +54,15 @@ final class GenerationSpan {
   /** Traces a backend call as a child of this span (a CLIENT span whose W3C context travels in the metadata). */
   ClientInterceptor calls() {
     return calls;
+  }
+
+  /** A choice continues on another decode replica: an event {@code moemesh.migration} with why and after how many tokens. */
+  BackendCall.Migrations migrations() {
+    return (rpcId, reason, numDelivered) -> {
+      migrations.incrementAndGet();
+      span.addEvent("moemesh.migration", io.opentelemetry.api.common.Attributes.of(MIGRATION_REASON, reason.label(),
+          MIGRATION_TOKENS, (long) numDelivered, MIGRATION_RPC_ID, rpcId));
+    };
   }
 
   /** The request's events, with this span ended when they end (completed, failed, or cancelled by a leaving client). */
@@ -65,6 +80,7 @@ final class GenerationSpan {
     for (String r : finishReasons) if (r != null) reasons.add(r);
     if (!reasons.isEmpty()) span.setAttribute(RESPONSE_FINISH_REASONS, reasons);
     span.setAttribute(USAGE_OUTPUT_TOKENS, outputTokens);
+    if (migrations.get() > 0) span.setAttribute(MIGRATIONS, migrations.get());
     if (failure != null) {
       span.setStatus(StatusCode.ERROR, String.valueOf(failure.getMessage()));
       span.setAttribute(ERROR_TYPE, failure.getClass().getName());

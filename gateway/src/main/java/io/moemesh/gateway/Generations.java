@@ -20,15 +20,14 @@ public class Generations {
   }
 
   /** @param queued each choice's place in the prompt queue, left with its first token (or its end) */
-  Multi<ChoiceEvent> run(PreparedRequest prepared, RequestIds.Ids ids, PromptQueue.Entry[] queued,
-      io.grpc.ClientInterceptor tracing) {
+  Multi<ChoiceEvent> run(PreparedRequest prepared, RequestIds.Ids ids, PromptQueue.Entry[] queued, GenerationSpan span) {
     GenerationRequest r = prepared.request();
     int choices = prepared.numChoices();
     List<Multi<ChoiceEvent>> streams = new ArrayList<>(choices);
     for (int i = 0; i < choices; i++) {
       int index = i;
-      BackendCall call = new BackendCall(ids.correlationId(), choices == 1 ? ids.meshId() : ids.meshId() + "-" + i, tracing,
-          prepared.promptOf(i), ProtoMapping.sampling(r.sampling(), i), prepared.maxTokensOf(i));
+      BackendCall call = new BackendCall(ids.correlationId(), choices == 1 ? ids.meshId() : ids.meshId() + "-" + i, span.calls(),
+          prepared.promptOf(i), ProtoMapping.sampling(r.sampling(), i), prepared.maxTokensOf(i), span.migrations());
       streams.add(Multi.createFrom().deferred(() -> {
         var decoder = new ChoiceDecoder(index, model.tokenizer(), r.stop(), r.topLogprobs() != null);
         PromptQueue.Entry entry = queued[index];

@@ -148,7 +148,7 @@ public class OpenAiRoutes {
           var writer = new ResponseWriter(ctx.response(), prepared.result(), header, metrics, config.retryAfter(),
               config.sseKeepAlive(), start, () -> inFlight.addAndGet(-choices));
           GenerationSpan span = tracing.start(httpSpan, prepared.result(), ids, model.id());
-          writer.start(span.observe(generations.run(prepared.result(), ids, queued, span.calls())), eventLoop);
+          writer.start(span.observe(generations.run(prepared.result(), ids, queued, span)), eventLoop);
         });
   }
 

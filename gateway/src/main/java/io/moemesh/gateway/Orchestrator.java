@@ -28,7 +28,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *   otherwise:      Generate(prompt) on a decode replica (no ticket: decode computes the prompt)
  * </pre>
  * Replicas are picked when a leg starts; a replica that answers UNAVAILABLE before producing anything is skipped
- * and the leg retried elsewhere. Cancelling the returned Multi cancels whichever call is open; if that happens after
+ * and the leg retried elsewhere. A choice whose decode replica is lost after tokens went downstream (UNAVAILABLE, the
+ * drain marker, a stream closed without a finish reason) continues on another replica: prompt + the tokens delivered,
+ * through both legs again, the same stream downstream ({@link ChoiceProgress}; at most {@code max-migrations} times). Cancelling the returned Multi cancels whichever call is open; if that happens after
  * the prefill answered but before decode did, or the decode leg fails first, the ticket's object is released (no
  * decode replica will load it). Every RPC carries a deadline and the request id as {@code x-request-id} metadata,
  * and is traced as a child of the request's span ({@link BackendCall#tracing}: W3C {@code traceparent} in the metadata).
@@ -45,6 +47,8 @@ public class Orchestrator {
   private final Duration decodeDeadline;
   private final Duration retryAfter;
   private final int retries;
+  private final int maxMigrations;
+  private static final org.jboss.logging.Logger LOG = org.jboss.logging.Logger.getLogger(Orchestrator.class);
 
   Orchestrator(Replicas replicas, GatewayConfig config, TicketReleaser tickets, GatewayMetrics metrics) {
     this.replicas = replicas;
@@ -55,9 +59,40 @@ public class Orchestrator {
     this.decodeDeadline = config.decodeDeadline();
     this.retryAfter = config.retryAfter();
     this.retries = config.unavailableRetries();
+    this.maxMigrations = config.maxMigrations();
   }
 
   Multi<BackendChunk> generate(BackendCall call) {
+    return run(new ChoiceProgress(call, maxMigrations), call);
+  }
+
+  /** One attempt at the choice (the call, or a continuation of it); a lost replica continues it on another. */
+  private Multi<BackendChunk> run(ChoiceProgress progress, BackendCall call) {
+    return attempt(call).onItem().transform(progress::delivered)
+        .onCompletion().switchTo(() -> progress.finished() ? Multi.createFrom().empty()
+            : Multi.createFrom().failure(new BackendException.Unfinished()))
+        .onFailure(t -> progress.migratable(t).isPresent()).recoverWithMulti(t -> migrate(progress, call, t));
+  }
+
+  private Multi<BackendChunk> migrate(ChoiceProgress progress, BackendCall failed, Throwable failure) {
+    MigrationReason reason = progress.migratable(failure).orElseThrow();
+    int done = progress.numDelivered();
+    metrics.migrated(reason);
+    failed.migrations().migrated(failed.rpcId(), reason, done);
+    LOG.infof("request %s (%s) continues on another decode replica after %d tokens (%s: %s)", failed.rpcId(),
+        failed.correlationId(), done, reason.label(), ProtoMapping.withoutAddresses(failure.getMessage()));
+    if (progress.remaining() <= 0) { // the last token arrived, its finish did not: the budget is spent
+      return Multi.createFrom().item(new BackendChunk(List.of(), FinishReason.FINISH_REASON_LENGTH, null));
+    }
+    long failedAt = System.nanoTime();
+    AtomicBoolean resumed = new AtomicBoolean();
+    return run(progress, progress.migrate()).onItem().invoke(chunk -> {
+      if (!chunk.tokens().isEmpty() && resumed.compareAndSet(false, true)) metrics.resumed(Duration.ofNanos(System.nanoTime() - failedAt));
+    });
+  }
+
+  /** Prefill then decode, or decode alone. */
+  private Multi<BackendChunk> attempt(BackendCall call) {
     return Multi.createFrom().deferred(() -> {
       boolean prefill = disaggregation && replicas.anyPrefillReachable();
       return prefill ? prefill(call).onItem().transformToMulti(r -> afterPrefill(call, r)) : decode(call, null);

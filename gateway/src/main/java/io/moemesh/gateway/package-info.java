@@ -13,7 +13,8 @@
  *                (n × prompts), merged ─▶ {@link io.moemesh.gateway.Orchestrator}: Prefill on the prefill replica
  *                most likely to hold the prompt's prefix (unless it is far more loaded: PrefixAffinity), its first
  *                token downstream at once, then Generate with the KV ticket on the less loaded of two random
- *                decode replicas (or Generate alone without disaggregation)
+ *                decode replicas (or Generate alone without disaggregation); a decode replica lost mid-stream (died,
+ *                drained) and the choice continues from prompt + delivered tokens on another ({@link io.moemesh.gateway.ChoiceProgress})
  *   gRPC threads ─▶ {@link io.moemesh.gateway.ChoiceDecoder}: incremental detokenization, stop strings
  *                ({@link io.moemesh.gateway.StopMatcher}), logprobs, finish reason
  *   event loop ─▶ {@link io.moemesh.gateway.ResponseWriter}: SSE chunks or one JSON body, usage, [DONE]

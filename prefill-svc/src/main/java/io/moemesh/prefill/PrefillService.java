@@ -7,12 +7,16 @@ import io.moemesh.engine.KvHandoff;
 import io.moemesh.engine.LoadedEngine;
 import io.moemesh.engine.RequestOutput;
 import io.moemesh.engine.kv.PageHashes;
+import io.moemesh.enginehost.Drain;
 import io.moemesh.enginehost.EngineHost;
 import io.moemesh.enginehost.EngineMetrics;
 import io.moemesh.kernels.DType;
 import io.moemesh.proto.common.v1.FinishReason;
 import io.moemesh.proto.common.v1.LoadReport;
+import io.moemesh.proto.common.v1.DrainRequest;
+import io.moemesh.proto.common.v1.DrainResponse;
 import io.moemesh.proto.common.v1.LoadReportRequest;
+import io.moemesh.proto.drain.DrainMarker;
 import io.moemesh.proto.kvstore.v1.KvLayout;
 import io.moemesh.proto.kvstore.v1.PutResponse;
 import io.moemesh.proto.prefill.v1.KvTicket;
@@ -21,6 +25,7 @@ import io.moemesh.proto.prefill.v1.PrefillRequest;
 import io.moemesh.proto.prefill.v1.PrefillResponse;
 import io.quarkus.grpc.GrpcService;
 import io.smallrye.mutiny.Uni;
+import io.smallrye.mutiny.infrastructure.Infrastructure;
 import io.smallrye.mutiny.subscription.UniEmitter;
 import jakarta.inject.Inject;
 import java.util.Optional;
@@ -32,18 +37,26 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * in kv-store, runs the request in prefill role (each layer of each chunk streams to the store as it is computed;
  * a stored prefix is read rather than computed when the engine's own cache holds less of it), commits the object
  * and answers with the ticket and the first token. A cancelled call aborts the request and revokes the object
- * (or, if it was committed meanwhile, releases it: the ticket would reach nobody).
+ * (or, if it was committed meanwhile, releases it: the ticket would reach nobody). While the replica drains
+ * ({@link Drain}) new prompts and Load answer UNAVAILABLE with the drain marker (the gateway prefills elsewhere); a
+ * prompt still running at the drain's timeout is aborted and answered so too.
  */
 @GrpcService
 public class PrefillService implements Prefill {
   @Inject EngineHost host;
   @Inject StorePutConnector store;
   @Inject EngineMetrics metrics;
+  @Inject Drain drain;
+  @Inject PrefillDrain drainSettings;
 
   @Override
   public Uni<PrefillResponse> prefill(PrefillRequest request) {
     io.grpc.Context call = io.grpc.Context.current(); // cancelled with the RPC (a unary Uni is not told)
     return Uni.createFrom().emitter(emitter -> {
+      if (drain.draining()) {
+        emitter.fail(DrainMarker.unavailable("prefill replica draining: it takes no new prompt"));
+        return;
+      }
       LoadedEngine loaded = host.loaded();
       GenerationRequest spec;
       try {
@@ -107,7 +120,16 @@ public class PrefillService implements Prefill {
       emitter.fail(Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException());
       return;
     }
+    Drain.Call inFlight = drain.track(() -> {
+      if (settled.compareAndSet(false, true)) { // still computing at the drain's timeout
+        loaded.engine().abort(spec.id());
+        forgetPrefix(spec);
+        store.revoke(spec.id(), "prefill replica drained");
+        emitter.fail(DrainMarker.unavailable("prefill replica drained: request " + spec.id() + " was still running at the drain timeout"));
+      }
+    });
     onCancel(call, emitter, () -> {
+      inFlight.close();
       if (settled.compareAndSet(false, true)) { // cancelled before the engine finished
         loaded.engine().abort(spec.id());
         forgetPrefix(spec);
@@ -176,8 +198,23 @@ public class PrefillService implements Prefill {
   @Override
   public Uni<LoadReport> load(LoadReportRequest request) {
     return Uni.createFrom().item(() -> {
+      drain.refuseIfDraining("prompts"); // the gateways take the replica out of routing at their next poll
       var loaded = host.loaded();
       return ProtoMapping.loadReport(loaded.engine().stats(), loaded.config().maxPositionEmbeddings());
     });
+  }
+
+  /** Drains the replica ({@link Drain}); answers once no prompt runs here. */
+  @Override
+  public Uni<DrainResponse> drain(DrainRequest request) {
+    return Uni.createFrom().item(() -> {
+      java.time.Duration timeout;
+      try {
+        timeout = ProtoMapping.drainTimeout(request, drainSettings.timeout());
+      } catch (IllegalArgumentException e) {
+        throw Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException();
+      }
+      return ProtoMapping.drained(drain.drain(timeout));
+    }).runSubscriptionOn(Infrastructure.getDefaultWorkerPool());
   }
 }

@@ -1,0 +1,29 @@
+package io.moemesh.gateway;
+
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.moemesh.proto.drain.DrainMarker;
+import java.util.Locale;
+import java.util.Optional;
+
+/** Why a generation moved to another decode replica mid-stream (the {@code reason} of the migration counter). */
+enum MigrationReason {
+  /** The replica drained (SIGTERM, a planner): UNAVAILABLE with the drain marker. */
+  DRAIN,
+  /** The replica died or the connection broke: UNAVAILABLE. */
+  UNAVAILABLE,
+  /** The stream closed without a finish reason. */
+  INCOMPLETE;
+
+  String label() {
+    return name().toLowerCase(Locale.ROOT);
+  }
+
+  /** The reason a failed stream may continue elsewhere; empty for a failure that is the request's (or a bug). */
+  static Optional<MigrationReason> of(Throwable failure) {
+    if (DrainMarker.isDrain(failure)) return Optional.of(DRAIN);
+    if (failure instanceof StatusRuntimeException e && e.getStatus().getCode() == Status.Code.UNAVAILABLE) return Optional.of(UNAVAILABLE);
+    if (failure instanceof BackendException.Unfinished) return Optional.of(INCOMPLETE);
+    return Optional.empty();
+  }
+}
