@@ -20,7 +20,6 @@ import io.moemesh.proto.decode.v1.LoadFailurePolicy;
 import io.quarkus.grpc.GrpcService;
 import io.smallrye.mutiny.Multi;
 import io.smallrye.mutiny.Uni;
-import io.smallrye.mutiny.infrastructure.Infrastructure;
 import io.smallrye.mutiny.subscription.MultiEmitter;
 import jakarta.inject.Inject;
 import org.eclipse.microprofile.config.inject.ConfigProperty;
@@ -138,14 +137,6 @@ public class DecodeService implements Decode {
   /** Drains the replica ({@link Drain}); answers once no stream runs here. */
   @Override
   public Uni<DrainResponse> drain(DrainRequest request) {
-    return Uni.createFrom().item(() -> {
-      java.time.Duration timeout;
-      try {
-        timeout = ProtoMapping.drainTimeout(request, drainSettings.timeout());
-      } catch (IllegalArgumentException e) {
-        throw Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException();
-      }
-      return ProtoMapping.drained(drain.drain(timeout));
-    }).runSubscriptionOn(Infrastructure.getDefaultWorkerPool());
+    return drain.answer(request, drainSettings.timeout());
   }
 }

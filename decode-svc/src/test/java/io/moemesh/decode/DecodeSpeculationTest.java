@@ -85,14 +85,14 @@ class DecodeSpeculationTest {
     assertThat(newDraftTokens).as("this test's requests run alone").isEqualTo(usage.getDraftTokens());
     assertThat(newAccepted).isEqualTo(usage.getAcceptedDraftTokens());
     assertThat(newDrafts).isBetween(newDraftTokens / 2, newDraftTokens);
-    double atFirst = metric(HTTP_PORT, "vllm:spec_decode_num_accepted_tokens_per_pos_total{position=\"0\"}");
-    double atSecond = metric(HTTP_PORT, "vllm:spec_decode_num_accepted_tokens_per_pos_total{position=\"1\"}");
+    double atFirst = metric(HTTP_PORT, "vllm:spec_decode_num_accepted_tokens_per_pos_total{model_name=\"tiny\",position=\"0\"}");
+    double atSecond = metric(HTTP_PORT, "vllm:spec_decode_num_accepted_tokens_per_pos_total{model_name=\"tiny\",position=\"1\"}");
     assertThat(atFirst + atSecond).as("acceptance by position adds up").isEqualTo(metric(HTTP_PORT, "vllm:spec_decode_num_accepted_tokens_total"));
     assertThat(atSecond).as("acceptance is a prefix").isLessThanOrEqualTo(atFirst);
     String body = java.net.http.HttpClient.newHttpClient().send(java.net.http.HttpRequest.newBuilder(
         java.net.URI.create("http://localhost:" + HTTP_PORT + "/q/metrics")).build(), java.net.http.HttpResponse.BodyHandlers.ofString()).body();
-    assertThat(body).contains("vllm:spec_decode_num_accepted_tokens_per_pos_total{position=\"1\"}")
-        .doesNotContain("vllm:spec_decode_num_accepted_tokens_per_pos_total{position=\"2\"}");
+    assertThat(body).contains("vllm:spec_decode_num_accepted_tokens_per_pos_total{model_name=\"tiny\",position=\"1\"}")
+        .doesNotContain("vllm:spec_decode_num_accepted_tokens_per_pos_total{model_name=\"tiny\",position=\"2\"}");
 
     SpanData span = awaitSpan(spans, named("decode tiny", GenAiAttributes.RESPONSE_ID, "spec"));
     assertThat(span.getAttributes().get(GenAiAttributes.SPEC_DECODE_DRAFT_TOKENS)).isEqualTo((long) usage.getDraftTokens());

@@ -78,6 +78,23 @@ public class Drain {
   }
 
   /**
+   * The Drain RPC of an engine service: drains with the call's timeout, or {@code configured} if it names none, on a
+   * worker thread, and answers once the replica is empty; a negative timeout is INVALID_ARGUMENT.
+   */
+  public io.smallrye.mutiny.Uni<io.moemesh.proto.common.v1.DrainResponse> answer(io.moemesh.proto.common.v1.DrainRequest request,
+      Duration configured) {
+    return io.smallrye.mutiny.Uni.createFrom().item(() -> {
+      Duration timeout;
+      try {
+        timeout = ProtoMapping.drainTimeout(request, configured);
+      } catch (IllegalArgumentException e) {
+        throw io.grpc.Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException();
+      }
+      return ProtoMapping.drained(drain(timeout));
+    }).runSubscriptionOn(io.smallrye.mutiny.infrastructure.Infrastructure.getDefaultWorkerPool());
+  }
+
+  /**
    * Stops taking work, waits up to {@code timeout} for the calls in flight to end, cuts off the rest and returns once
    * they are gone (or {@link #CUT_OFF_FLUSH} later). A second drain (the RPC, then SIGTERM) waits for the first.
    */

@@ -25,7 +25,6 @@ import io.moemesh.proto.prefill.v1.PrefillRequest;
 import io.moemesh.proto.prefill.v1.PrefillResponse;
 import io.quarkus.grpc.GrpcService;
 import io.smallrye.mutiny.Uni;
-import io.smallrye.mutiny.infrastructure.Infrastructure;
 import io.smallrye.mutiny.subscription.UniEmitter;
 import jakarta.inject.Inject;
 import java.util.Optional;
@@ -207,14 +206,6 @@ public class PrefillService implements Prefill {
   /** Drains the replica ({@link Drain}); answers once no prompt runs here. */
   @Override
   public Uni<DrainResponse> drain(DrainRequest request) {
-    return Uni.createFrom().item(() -> {
-      java.time.Duration timeout;
-      try {
-        timeout = ProtoMapping.drainTimeout(request, drainSettings.timeout());
-      } catch (IllegalArgumentException e) {
-        throw Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException();
-      }
-      return ProtoMapping.drained(drain.drain(timeout));
-    }).runSubscriptionOn(Infrastructure.getDefaultWorkerPool());
+    return drain.answer(request, drainSettings.timeout());
   }
 }
