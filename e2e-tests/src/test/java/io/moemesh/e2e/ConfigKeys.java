@@ -33,7 +33,7 @@ import java.util.stream.Stream;
  * depends on.
  */
 final class ConfigKeys {
-  private static final Path ROOT = DeployManifestsTest.ROOT;
+  private static final Path ROOT = K8sManifests.ROOT;
   /** A key named where configuration is read: {@code @ConfigProperty(name = …)}, {@code getOptionalValue(…)}, a {@code PROPERTY} constant. */
   private static final Pattern KEY_LITERAL =
       Pattern.compile("(?:name = |getOptionalValue\\(|getValue\\(|PROPERTY = )\"(moemesh(?:\\.[a-z0-9-]+)+)\"");

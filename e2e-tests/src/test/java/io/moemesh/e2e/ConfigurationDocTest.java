@@ -22,12 +22,24 @@ class ConfigurationDocTest {
   @Test
   void everyKeyTheServicesReadIsDocumentedAndNothingElse() throws Exception {
     Set<String> documented = new LinkedHashSet<>();
-    Matcher row = ROW.matcher(Files.readString(DeployManifestsTest.ROOT.resolve("docs/configuration.md")));
+    Matcher row = ROW.matcher(Files.readString(K8sManifests.ROOT.resolve("docs/configuration.md")));
     while (row.find()) assertThat(documented.add(row.group(1))).as("one row per key: " + row.group(1)).isTrue();
     Set<String> read = new TreeSet<>();
     for (String service : SERVICES)
       for (String key : ConfigKeys.of(service)) if (key.startsWith("moemesh.") || key.startsWith("otel.")) read.add(key);
     assertThat(read).as("keys the services read that docs/configuration.md lacks").isSubsetOf(documented);
     assertThat(documented).as("keys docs/configuration.md lists that no service reads").isSubsetOf(read);
+  }
+
+  /** The check above is not vacuous: a misspelt or a foreign key is no key of the service. */
+  @Test
+  void configKeysComeFromTheServicesCode() throws Exception {
+    Set<String> decode = ConfigKeys.of("decode-svc"), gateway = ConfigKeys.of("gateway");
+    assertThat(decode).contains("moemesh.engine.kv-cache-memory", "moemesh.experts.shared-address", "moemesh.decode.kv-stores",
+        "moemesh.mesh.key-file", "otel.exporter.otlp.endpoint");
+    assertThat(gateway).contains("moemesh.gateway.prefix-routing.block-tokens", "moemesh.gateway.api-keys")
+        .doesNotContain("moemesh.engine.kv-cache-memory");
+    assertThat(ConfigKeys.envName("moemesh.gateway.max-queue-wait")).isEqualTo("MOEMESH_GATEWAY_MAX_QUEUE_WAIT");
+    assertThat(decode.stream().map(ConfigKeys::envName)).doesNotContain("MOEMESH_ENGINE_KV_CACHE_MEMRY", "MOEMESH_GATEWAY_API_KEYS");
   }
 }

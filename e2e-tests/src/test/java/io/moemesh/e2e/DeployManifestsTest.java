@@ -1,12 +1,10 @@
 package io.moemesh.e2e;
 
+import static io.moemesh.e2e.K8sManifests.*;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.MappingIterator;
-import com.fasterxml.jackson.dataformat.yaml.YAMLMapper;
 import java.io.IOException;
-import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -16,7 +14,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
-import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Assumptions;
@@ -26,59 +23,11 @@ import org.junit.jupiter.api.Test;
  * deploy/k8s holds together without a cluster: every file a kustomization names parses; every Service, ConfigMap,
  * volume claim, autoscaler target and disruption budget points at something that exists; container ports are the
  * ports each service's application.properties sets; every gRPC address in the config names a Service port; every
- * pod passes the restricted Pod Security Standard; every stage's ports are covered by a NetworkPolicy; and, where
- * kubectl is installed, every kustomization renders (the KEDA component on top of an overlay too). The metric names
- * the manifests use are checked against the running services in {@link DeployMetricsMeshTest}. (YAML through
- * jackson-dataformat-yaml, which jinjava brings onto the classpath.)
+ * environment variable is a key its service reads; the Dockerfile builds every image; and, where kubectl is
+ * installed, every kustomization renders. Security is {@link DeploySecurityTest}'s; the metric names the manifests use
+ * are checked against the running services in {@link DeployMetricsMeshTest}.
  */
 class DeployManifestsTest {
-  static final Path ROOT = ServiceProcess.ROOT.toAbsolutePath().normalize();
-  static final Path K8S = ROOT.resolve("deploy/k8s");
-  static final YAMLMapper YAML = new YAMLMapper();
-  static final List<String> KUSTOMIZATIONS = List.of("base", "overlays/local", "overlays/ascend");
-  /** Services not built yet whose ports the manifests fix (the integrator aligns the service to them). */
-  static final Map<String, List<Integer>> PLANNED_PORTS = Map.of("expert-svc", List.of(9500, 9501));
-
-  record Doc(Path file, JsonNode node) {
-    String kind() { return node.path("kind").asText(); }
-    String name() { return node.path("metadata").path("name").asText(); }
-    JsonNode podSpec() { return node.path("spec").path("template").path("spec"); }
-    JsonNode podLabels() { return node.path("spec").path("template").path("metadata").path("labels"); }
-    boolean isWorkload() { return kind().equals("Deployment") || kind().equals("StatefulSet"); }
-  }
-
-  static List<JsonNode> read(Path file) throws IOException {
-    List<JsonNode> docs = new ArrayList<>();
-    try (MappingIterator<JsonNode> it = YAML.readerFor(JsonNode.class).readValues(file.toFile())) {
-      while (it.hasNext()) {
-        JsonNode d = it.next();
-        if (d != null && !d.isNull() && !d.isEmpty()) docs.add(d);
-      }
-    }
-    return docs;
-  }
-
-  static List<Doc> base() throws IOException {
-    List<Doc> docs = new ArrayList<>();
-    for (JsonNode r : read(K8S.resolve("base/kustomization.yaml")).getFirst().path("resources")) {
-      Path file = K8S.resolve("base").resolve(r.asText());
-      for (JsonNode d : read(file)) docs.add(new Doc(file, d));
-    }
-    return docs;
-  }
-
-  static Map<String, Doc> byKindAndName(List<Doc> docs) {
-    Map<String, Doc> out = new HashMap<>();
-    for (Doc d : docs) assertThat(out.put(d.kind() + "/" + d.name(), d)).as("duplicate " + d.kind() + "/" + d.name()).isNull();
-    return out;
-  }
-
-  static boolean selects(JsonNode selector, JsonNode labels) {
-    if (selector == null || !selector.isObject() || selector.isEmpty()) return false;
-    for (var e : selector.properties()) if (!e.getValue().asText().equals(labels.path(e.getKey()).asText(null))) return false;
-    return true;
-  }
-
   @Test
   void everyNamedFileExistsAndEveryDocumentIsAKubernetesObject() throws IOException {
     for (String k : KUSTOMIZATIONS) {
@@ -268,135 +217,10 @@ class DeployManifestsTest {
   void everyKustomizationRendersWithKubectl() throws Exception {
     Assumptions.assumeTrue(onPath("kubectl"), "kubectl is not installed");
     for (String k : KUSTOMIZATIONS) {
-      Process p = new ProcessBuilder("kubectl", "kustomize", K8S.resolve(k).toString()).redirectErrorStream(true).start();
-      String out;
-      try (InputStream in = p.getInputStream()) {
-        out = new String(in.readAllBytes());
-      }
-      assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
-      assertThat(p.exitValue()).as(k + ":\n" + out).isZero();
-      assertThat(out).as(k).contains("kind: Deployment", "kind: StatefulSet", "kind: HorizontalPodAutoscaler");
+      Set<String> kinds = new HashSet<>();
+      rendered(K8S.resolve(k)).forEach(d -> kinds.add(d.path("kind").asText()));
+      assertThat(kinds).as(k).contains("Deployment", "StatefulSet", "HorizontalPodAutoscaler");
     }
-  }
-
-  @Test
-  void everyPodPassesTheRestrictedPodSecurityStandard() throws Exception {
-    for (Doc w : base().stream().filter(Doc::isWorkload).toList()) {
-      assertThat(RestrictedPodSecurity.violations(w.podSpec())).as(w.name()).isEmpty();
-      for (JsonNode c : w.podSpec().path("containers"))
-        assertThat(c.path("securityContext").path("readOnlyRootFilesystem").asBoolean()).as(w.name() + ": read-only root").isTrue();
-    }
-    Assumptions.assumeTrue(onPath("kubectl"), "kubectl is not installed: the overlays' pods (init containers) unchecked");
-    for (String k : KUSTOMIZATIONS) {
-      int pods = 0;
-      for (JsonNode d : rendered(K8S.resolve(k))) {
-        if (!d.path("kind").asText().matches("Deployment|StatefulSet")) continue;
-        JsonNode pod = d.path("spec").path("template").path("spec");
-        assertThat(RestrictedPodSecurity.violations(pod)).as(k + ": " + d.path("metadata").path("name").asText()).isEmpty();
-        pods++;
-      }
-      assertThat(pods).as(k).isEqualTo(6);
-    }
-  }
-
-  /** The check itself: a pod as kubectl run makes it (root, no securityContext) and a privileged one fail it. */
-  @Test
-  void theRestrictedCheckRejectsRootAndPrivilegedPods() throws IOException {
-    JsonNode plain = YAML.readTree("containers: [{name: app, image: x}]");
-    assertThat(RestrictedPodSecurity.violations(plain)).containsExactlyInAnyOrder(
-        "containers/app: allowPrivilegeEscalation must be false", "containers/app: capabilities must drop ALL",
-        "containers/app: runAsNonRoot must be true", "containers/app: seccompProfile must be RuntimeDefault or Localhost");
-    JsonNode privileged = YAML.readTree("""
-        hostNetwork: true
-        securityContext: {runAsNonRoot: true, seccompProfile: {type: RuntimeDefault}}
-        volumes: [{name: root, hostPath: {path: /}}]
-        initContainers:
-          - name: setup
-            securityContext: {privileged: true, allowPrivilegeEscalation: false, runAsUser: 0, capabilities: {drop: [ALL], add: [SYS_ADMIN]}}
-            ports: [{containerPort: 80, hostPort: 80}]
-        """);
-    assertThat(RestrictedPodSecurity.violations(privileged)).containsExactlyInAnyOrder("hostNetwork is true",
-        "volume root is of type hostPath", "initContainers/setup: privileged", "initContainers/setup: adds capability SYS_ADMIN",
-        "initContainers/setup: runs as user 0", "initContainers/setup: hostPort 80");
-  }
-
-  /**
-   * Ingress is denied to every mesh pod but for a policy naming the port: the gateway's HTTP port from anywhere, every
-   * other stage's gRPC port from the stages that call it, their HTTP ports from the monitoring namespace only.
-   */
-  @Test
-  void networkPoliciesOpenEachPortOnlyToItsCallers() throws IOException {
-    List<Doc> docs = base();
-    List<Doc> workloads = docs.stream().filter(Doc::isWorkload).toList();
-    List<Doc> policies = docs.stream().filter(d -> d.kind().equals("NetworkPolicy")).toList();
-    Map<String, Map<Integer, Set<String>>> open = new HashMap<>(); // workload → port → who may connect
-    boolean denyAll = false;
-    for (Doc p : policies) {
-      JsonNode spec = p.node().path("spec");
-      assertThat(spec.path("policyTypes").toString()).as(p.name()).contains("Ingress");
-      if (spec.path("ingress").isMissingNode()) {
-        denyAll = spec.path("podSelector").path("matchLabels").path("app.kubernetes.io/part-of").asText().equals("moemesh");
-        continue;
-      }
-      Doc w = selected(workloads, spec.path("podSelector").path("matchLabels"), p);
-      List<Integer> ports = containerPorts(w.podSpec().path("containers").get(0), null);
-      for (JsonNode rule : spec.path("ingress")) {
-        Set<String> from = new HashSet<>();
-        for (JsonNode f : rule.path("from")) {
-          if (f.has("podSelector")) from.add(selected(workloads, f.path("podSelector").path("matchLabels"), p).name());
-          else from.add("namespace " + f.path("namespaceSelector").path("matchLabels").path("kubernetes.io/metadata.name").asText());
-        }
-        if (from.isEmpty()) from.add("anyone");
-        for (JsonNode port : rule.path("ports")) {
-          assertThat(ports).as(p.name() + " opens a port of " + w.name()).contains(port.path("port").asInt());
-          open.computeIfAbsent(w.name(), x -> new HashMap<>()).computeIfAbsent(port.path("port").asInt(), x -> new HashSet<>()).addAll(from);
-        }
-      }
-    }
-    assertThat(denyAll).as("a default-deny policy over every mesh pod").isTrue();
-    Set<String> monitoring = Set.of("namespace monitoring");
-    assertThat(open).isEqualTo(Map.of(
-        "moemesh-gateway", Map.of(9100, Set.of("anyone")),
-        "moemesh-prefill", Map.of(9201, Set.of("moemesh-gateway"), 9200, monitoring),
-        "moemesh-decode", Map.of(9301, Set.of("moemesh-gateway"), 9300, monitoring),
-        "moemesh-kv-store", Map.of(9401, Set.of("moemesh-gateway", "moemesh-prefill", "moemesh-decode"), 9400, monitoring),
-        "moemesh-expert-routed", Map.of(9501, Set.of("moemesh-prefill", "moemesh-decode", "moemesh-expert-routed"), 9500, monitoring),
-        "moemesh-expert-shared", Map.of(9501, Set.of("moemesh-prefill", "moemesh-decode"), 9500, monitoring)));
-  }
-
-  /**
-   * The components render onto an overlay: KEDA replaces the autoscaled stages' HPAs with ScaledObjects on the same
-   * workloads; tracing adds a collector (restricted like the rest) and points every stage's OTLP export at it.
-   */
-  @Test
-  void theKedaAndTracingComponentsRenderOntoAnOverlay() throws Exception {
-    Assumptions.assumeTrue(onPath("kubectl"), "kubectl is not installed");
-    Path dir = ROOT.resolve("e2e-tests/target/components-overlay");
-    Files.createDirectories(dir);
-    Files.writeString(dir.resolve("kustomization.yaml"), """
-        apiVersion: kustomize.config.k8s.io/v1beta1
-        kind: Kustomization
-        resources: [../../../deploy/k8s/overlays/local]
-        components: [../../../deploy/k8s/components/keda, ../../../deploy/k8s/components/tracing]
-        """);
-    List<JsonNode> docs = rendered(dir);
-    assertThat(docs).noneMatch(d -> d.path("kind").asText().equals("HorizontalPodAutoscaler"));
-    Set<String> deployments = new HashSet<>();
-    for (JsonNode d : docs) {
-      if (!d.path("kind").asText().matches("Deployment|StatefulSet")) continue;
-      if (d.path("kind").asText().equals("Deployment")) deployments.add(d.path("metadata").path("name").asText());
-      JsonNode pod = d.path("spec").path("template").path("spec");
-      assertThat(RestrictedPodSecurity.violations(pod)).as(d.path("metadata").path("name").asText()).isEmpty();
-      if (d.path("metadata").path("name").asText().equals("moemesh-otel-collector")) continue;
-      assertThat(pod.path("containers").get(0).path("envFrom").toString()).as(d.path("metadata").path("name").asText() + " reads the config")
-          .contains("moemesh-config");
-    }
-    List<String> scaled = docs.stream().filter(d -> d.path("kind").asText().equals("ScaledObject"))
-        .map(d -> d.path("spec").path("scaleTargetRef").path("name").asText()).toList();
-    assertThat(scaled).containsExactlyInAnyOrder("moemesh-gateway", "moemesh-prefill", "moemesh-decode", "moemesh-expert-shared");
-    assertThat(deployments).containsAll(scaled).contains("moemesh-otel-collector");
-    JsonNode config = docs.stream().filter(d -> d.path("metadata").path("name").asText().equals("moemesh-config")).findFirst().orElseThrow();
-    assertThat(config.path("data").path("OTEL_EXPORTER_OTLP_ENDPOINT").asText()).isEqualTo("http://moemesh-otel-collector:4318");
   }
 
   /**
@@ -470,49 +294,10 @@ class DeployManifestsTest {
     assertThat(checked).isGreaterThan(30);
   }
 
-  /** The check above is not vacuous: a misspelt or a foreign key is no key of the service. */
-  @Test
-  void configKeysComeFromTheServicesCode() throws Exception {
-    Set<String> decode = ConfigKeys.of("decode-svc"), gateway = ConfigKeys.of("gateway");
-    assertThat(decode).contains("moemesh.engine.kv-cache-memory", "moemesh.experts.shared-address", "moemesh.decode.kv-stores",
-        "moemesh.mesh.key-file", "otel.exporter.otlp.endpoint");
-    assertThat(gateway).contains("moemesh.gateway.prefix-routing.block-tokens", "moemesh.gateway.api-keys")
-        .doesNotContain("moemesh.engine.kv-cache-memory");
-    assertThat(ConfigKeys.envName("moemesh.gateway.max-queue-wait")).isEqualTo("MOEMESH_GATEWAY_MAX_QUEUE_WAIT");
-    assertThat(decode.stream().map(ConfigKeys::envName)).doesNotContain("MOEMESH_ENGINE_KV_CACHE_MEMRY", "MOEMESH_GATEWAY_API_KEYS");
-  }
-
-  /** {@code kubectl kustomize dir}, parsed. */
-  static List<JsonNode> rendered(Path dir) throws Exception {
-    Process p = new ProcessBuilder("kubectl", "kustomize", dir.toString()).redirectErrorStream(true).start();
-    String out;
-    try (InputStream in = p.getInputStream()) {
-      out = new String(in.readAllBytes());
-    }
-    assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
-    assertThat(p.exitValue()).as(dir + ":\n" + out).isZero();
-    List<JsonNode> docs = new ArrayList<>();
-    try (MappingIterator<JsonNode> it = YAML.readerFor(JsonNode.class).readValues(out)) {
-      while (it.hasNext()) docs.add(it.next());
-    }
-    return docs;
-  }
-
-  /** The module an image is built from: {@code moemesh/decode-svc:0.1.0} → {@code decode-svc}. */
-  static String module(JsonNode container) {
-    String image = container.path("image").asText();
-    String name = image.substring(image.indexOf('/') + 1);
-    return name.contains(":") ? name.substring(0, name.indexOf(':')) : name;
-  }
-
-  /** The HTTP and gRPC ports a module's application.properties sets (or those planned for a module to come). */
+  /** The HTTP and gRPC ports a module's application.properties sets. */
   static List<Integer> configuredPorts(String module) throws IOException {
     assertThat(ROOT.resolve(module).resolve("pom.xml")).as("image of a module").exists();
     Path file = ROOT.resolve(module).resolve("src/main/resources/application.properties");
-    if (!Files.exists(file)) {
-      assertThat(PLANNED_PORTS).as("ports of " + module).containsKey(module);
-      return PLANNED_PORTS.get(module);
-    }
     var props = new Properties();
     try (var in = Files.newInputStream(file)) {
       props.load(in);
@@ -526,23 +311,4 @@ class DeployManifestsTest {
     return ports;
   }
 
-  /** The container's ports, or only the one of that name. */
-  static List<Integer> containerPorts(JsonNode container, String name) {
-    List<Integer> out = new ArrayList<>();
-    for (JsonNode p : container.path("ports")) if (name == null || name.equals(p.path("name").asText())) out.add(p.path("containerPort").asInt());
-    return out;
-  }
-
-  static Doc selected(List<Doc> workloads, JsonNode selector, Doc by) {
-    List<Doc> hits = workloads.stream().filter(w -> selects(selector, w.podLabels())).toList();
-    assertThat(hits).as(by.kind() + "/" + by.name() + " selects exactly one workload's pods").hasSize(1);
-    return hits.getFirst();
-  }
-
-  static boolean onPath(String command) {
-    String path = System.getenv("PATH");
-    if (path == null) return false;
-    for (String dir : path.split(":")) if (Files.isExecutable(Path.of(dir, command))) return true;
-    return false;
-  }
 }

@@ -33,7 +33,7 @@ import org.junit.jupiter.api.io.TempDir;
 class DeployMetricsMeshTest {
   @TempDir static Path workDir;
   static final Duration READY = Duration.ofMinutes(3);
-  static final Path K8S = DeployManifestsTest.K8S;
+  static final Path K8S = K8sManifests.K8S;
   static final Map<String, ServiceProcess> STAGES = new LinkedHashMap<>();
   static Map<String, Set<String>> exported;
 

@@ -33,7 +33,7 @@ final class MetricReferences {
   static List<Reference> in(Path k8s) throws IOException {
     List<Reference> out = new ArrayList<>();
     List<JsonNode> rules = new ArrayList<>();
-    DeployManifestsTest.read(k8s.resolve("monitoring/prometheus-adapter-values.yaml")).getFirst().path("rules").path("custom").forEach(rules::add);
+    K8sManifests.read(k8s.resolve("monitoring/prometheus-adapter-values.yaml")).getFirst().path("rules").path("custom").forEach(rules::add);
     Set<String> adapterNames = new LinkedHashSet<>(); // the custom metrics API's names: made by the adapter, exported by no pod
     for (JsonNode rule : rules)
       for (String series : names(rule.path("seriesQuery").asText())) {
@@ -47,7 +47,7 @@ final class MetricReferences {
         continue;
       }
       if (file.toString().endsWith(".yaml")) {
-        for (JsonNode doc : DeployManifestsTest.read(file)) {
+        for (JsonNode doc : K8sManifests.read(file)) {
           String kind = doc.path("kind").asText();
           if (kind.equals("HorizontalPodAutoscaler")) out.addAll(autoscaler(where, doc, rules));
           if (kind.equals("ScaledObject"))
