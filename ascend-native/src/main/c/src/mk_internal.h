@@ -121,6 +121,7 @@ static inline void mk_prefetch_rows(const char *w, size_t ld_bytes, int64_t rows
  * 1024 x 512 experts). */
 #define MK_STREAM_AHEAD 6144
 #define MK_I8_ROWS 8 /* activation rows per pass over one weight row */
+#define MK_I8_WIDE_ROWS 3 /* activation rows of a gemm_i8_w16_tile */
 #define MK_BF16_GEMV_NR 16 /* weight rows per gemv_bf16_rows call: one hsum16x16 finishes them */
 #define MK_MLA_HEADS 8 /* heads per mla_scores_heads call */
 #define MK_ATTENTION_ROWS 4 /* query rows of one head per unit of the prompt attention: the matmul tiles' 4 x 4 */
@@ -171,6 +172,13 @@ typedef struct mk_isa {
    * block `scale` is not null and the tile's outputs are written instead, as mk_matmul_i8 scales them. */
   void (*gemm_u8i8_tile)(int32_t *lanes, int init, const mk_i8_scale *scale, const uint8_t *xu, int64_t ldx,
                          const int8_t *w, int64_t ldw, int64_t k, int64_t mr);
+  /* Optional, taken before gemm_u8i8_tile (with i8_signed_x): the GEMM microkernel on a weight block widened to int16
+   * by widen_i8_rows (MK_I8_NR rows of ldw16 values, zero from k up to a multiple of 16), made once and reused by
+   * every activation tile: mr (1 to MK_I8_WIDE_ROWS) signed activation rows, whose 16-byte reads may run up to 15
+   * bytes past k; lanes, init and scale as gemm_u8i8_tile's. */
+  void (*gemm_i8_w16_tile)(int32_t *lanes, int init, const mk_i8_scale *scale, const int8_t *xq, int64_t ldx,
+                           const int16_t *w16, int64_t ldw16, int64_t k, int64_t mr);
+  void (*widen_i8_rows)(int16_t *w16, int64_t ld16, const int8_t *w, int64_t ldw, int64_t rows, int64_t k);
   /* n values F32 -> BF16, each as mk_f32_to_bf16 (subnormals rounded, not flushed), and BF16 -> F32. */
   void (*f32_to_bf16)(uint16_t *out, const float *in, int64_t n);
   void (*bf16_to_f32)(float *out, const uint16_t *in, int64_t n);
@@ -262,13 +270,14 @@ double mk_avx512_int8_peak_loop(int64_t iterations);
 
 #if defined(__x86_64__)
 extern const mk_isa mk_isa_avx2;
-/* AVX2 A8W8 tiles (avx2_int8.c), signed activations (i8_signed_x): mk_isa_avx2's rows_u8i8_scaled, gemm_u8i8_tile and
- * int8_peak_loop. */
+/* AVX2 A8W8 tiles (avx2_int8.c), signed activations (i8_signed_x): mk_isa_avx2's rows_u8i8_scaled, gemm_i8_w16_tile,
+ * widen_i8_rows and int8_peak_loop. */
 void mk_avx2_rows_u8i8_scaled(float *out, int64_t ldo, const float *xs, const float *ws, int32_t *wsum, int fresh,
                               const uint8_t *xq, int64_t ldx, const int8_t *w, int64_t ldw, int64_t mr, int64_t nr,
                               int64_t k);
-void mk_avx2_gemm_u8i8_tile(int32_t *lanes, int init, const mk_i8_scale *scale, const uint8_t *xq, int64_t ldx,
-                            const int8_t *w, int64_t ldw, int64_t k, int64_t mr);
+void mk_avx2_gemm_i8_w16_tile(int32_t *lanes, int init, const mk_i8_scale *scale, const int8_t *xq, int64_t ldx,
+                              const int16_t *w16, int64_t ldw16, int64_t k, int64_t mr);
+void mk_avx2_widen_i8_rows(int16_t *w16, int64_t ld16, const int8_t *w, int64_t ldw, int64_t rows, int64_t k);
 double mk_avx2_int8_peak_loop(int64_t iterations);
 /* AVX2 attention row kernels (avx2_attention.c): mk_isa_avx2's MLA decode ops, softmax and weighted_rows. */
 void mk_avx2_mla_scores(float *s, const float *ql, const float *qr, const float *kv, int64_t count, int64_t width,

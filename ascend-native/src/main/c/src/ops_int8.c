@@ -64,23 +64,31 @@ static uint8_t *to_unsigned(const mk_isa *isa, const int8_t *xq, int64_t ldx, in
 
 #define K_BLOCK 1024 /* bytes of k per pass: a 6-row weight tile block (6 KiB) stays in L1 across activation tiles */
 
-/* The rows [t0, t_end) of one activation block against 6 weight rows, in tiles of 4 rows and a last one of 1 to 3,
- * k walked in K_BLOCK slices with the accumulators kept in memory: each weight row is read from memory once. The
- * next weight tile (`next`, null for none) is prefetched spread over the activation tiles, as the BF16 GEMM does:
- * without, a batch-32 1024 x 1024 call waited on its weights (cold, alternated: 112 -> 76 us a call). */
+/* The rows [t0, t_end) of one activation block against 6 weight rows, in tiles of 4 rows (3 on widened weights)
+ * and a last smaller one, k walked in K_BLOCK slices with the accumulators kept in memory: each weight row is read
+ * from memory once (and widened once a block, into w16, where the ISA's tile wants that). The next weight tile
+ * (`next`, null for none) is prefetched spread over the activation tiles, as the BF16 GEMM does: without, a batch-32
+ * 1024 x 1024 call waited on its weights (cold, alternated: 112 -> 76 us a call). */
 static void matmul_i8_blocked(const matmul_i8_job *j, int64_t t0, int64_t t_end, int64_t o, const int32_t *wsum,
-                              int32_t *lanes, const int8_t *next) {
-  int64_t x_tiles = (t_end - t0 + 3) / 4;
+                              int32_t *lanes, int16_t *w16, const int8_t *next) {
+  const int64_t rows = w16 != NULL ? MK_I8_WIDE_ROWS : I8_TILE_ROWS, x_tiles = (t_end - t0 + rows - 1) / rows;
+  const int8_t *w = j->w + o * j->ldw;
   for (int64_t kb = 0; kb < j->k; kb += K_BLOCK) {
     int64_t len = j->k - kb < K_BLOCK ? j->k - kb : K_BLOCK;
     int last = kb + len == j->k;
-    for (int64_t t = t0; t < t_end; t += 4) {
-      int64_t mr = t_end - t < 4 ? t_end - t : 4;
+    if (w16 != NULL) j->isa->widen_i8_rows(w16, K_BLOCK, w + kb, j->ldw, MK_I8_NR, len);
+    for (int64_t t = t0; t < t_end; t += rows) {
+      int64_t mr = t_end - t < rows ? t_end - t : rows;
       if (next != NULL)
-        mk_prefetch_rows((const char *)(next + kb), (size_t)j->ldw, MK_I8_NR, (size_t)len, (t - t0) / 4, x_tiles);
+        mk_prefetch_rows((const char *)(next + kb), (size_t)j->ldw, MK_I8_NR, (size_t)len, (t - t0) / rows, x_tiles);
       mk_i8_scale scale = {j->out + t * j->ldo + o, j->ldo, j->xs + t, j->ws + o, wsum};
-      j->isa->gemm_u8i8_tile(lanes + (t - t0) * MK_I8_NR * 16, kb == 0, last ? &scale : NULL, j->xu + t * j->k + kb,
-                             j->k, j->w + o * j->ldw + kb, j->ldw, len, mr);
+      int32_t *tile_lanes = lanes + (t - t0) * MK_I8_NR * 16;
+      const uint8_t *x = j->xu + t * j->k + kb;
+      if (w16 != NULL)
+        j->isa->gemm_i8_w16_tile(tile_lanes, kb == 0, last ? &scale : NULL, (const int8_t *)x, j->k, w16, K_BLOCK,
+                                 len, mr);
+      else
+        j->isa->gemm_u8i8_tile(tile_lanes, kb == 0, last ? &scale : NULL, x, j->k, w + kb, j->ldw, len, mr);
     }
   }
 }
@@ -96,10 +104,13 @@ static void matmul_i8_range(void *raw, int64_t o_begin, int64_t o_end) {
   int few = j->n <= I8_FEW_ROWS, scaled = (few || j->isa->i8_signed_x) && j->isa->rows_u8i8_scaled != NULL;
   int64_t tile = few && scaled ? 16 : j->n == 1 ? 1 : MK_I8_NR, pass = scaled || few ? MK_I8_ROWS : I8_TILE_ROWS;
   int32_t *lanes = NULL, *rowsums = malloc(sizeof(int32_t) * (size_t)(o_end - o_begin + MK_I8_NR));
+  int16_t *w16 = NULL;
   if (rowsums == NULL) abort(); /* 4 bytes a row */
-  if (j->isa->gemm_u8i8_tile != NULL && !few) {
-    lanes = aligned_alloc(64, sizeof(int32_t) * (MK_X_BLOCK / 4) * 4 * MK_I8_NR * 16);
-    if (lanes == NULL) abort(); /* 24 KiB */
+  int wide = j->isa->gemm_i8_w16_tile != NULL;
+  if ((wide || j->isa->gemm_u8i8_tile != NULL) && !few) {
+    lanes = aligned_alloc(64, sizeof(int32_t) * MK_X_BLOCK * MK_I8_NR * 16);
+    if (lanes == NULL) abort(); /* 48 KiB */
+    if (wide && (w16 = aligned_alloc(64, sizeof(int16_t) * MK_I8_NR * K_BLOCK)) == NULL) abort(); /* 12 KiB */
   }
   for (int64_t t0 = 0; t0 < j->n; t0 += MK_X_BLOCK) {
     int64_t t_end = t0 + MK_X_BLOCK < j->n ? t0 + MK_X_BLOCK : j->n;
@@ -110,7 +121,7 @@ static void matmul_i8_range(void *raw, int64_t o_begin, int64_t o_end) {
       if (lanes != NULL && nr == MK_I8_NR && j->k > 0) { /* (k = 0: the tiles below write the zero products) */
         /* the weight rows' sums, once (the first activation block), in a pass of their own */
         if (t0 == 0 && !j->isa->i8_signed_x) j->isa->dot_u8i8_tile(acc, wsum, j->xu, j->k, w, j->ldw, 0, nr, j->k);
-        matmul_i8_blocked(j, t0, t_end, o, wsum, lanes, o_end - (o + nr) >= MK_I8_NR ? w + nr * j->ldw : NULL);
+        matmul_i8_blocked(j, t0, t_end, o, wsum, lanes, w16, o_end - (o + nr) >= MK_I8_NR ? w + nr * j->ldw : NULL);
         continue;
       }
       for (int64_t t = t0; t < t_end; t += pass) {
@@ -129,6 +140,7 @@ static void matmul_i8_range(void *raw, int64_t o_begin, int64_t o_end) {
       }
     }
   }
+  free(w16);
   free(lanes);
   free(rowsums);
 }

@@ -14,6 +14,7 @@ import jakarta.enterprise.event.Observes;
 import jakarta.inject.Inject;
 import org.eclipse.microprofile.config.Config;
 import java.time.Duration;
+import java.util.concurrent.TimeUnit;
 import java.util.function.ToDoubleFunction;
 
 /**
@@ -44,6 +45,9 @@ public class EngineMetrics {
   @Inject Config config;
   private String modelName;
   private volatile boolean cacheConfigRegistered;
+  // built once: a meter's builder and the registry's lookup cost more than the record on every token
+  private Timer timeToFirstToken, interTokenLatency, requestLatency;
+  private final java.util.Map<String, Counter> successByReason = new java.util.concurrent.ConcurrentHashMap<>();
 
   void register(@Observes StartupEvent event) {
     // the checkpoint directory's name, as the engine's spans and prefix hashes name the model (DeepseekModel.modelId)
@@ -62,6 +66,9 @@ public class EngineMetrics {
     counter("vllm:prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache", s -> s.kvCache().queriedTokens());
     counter("vllm:prefix_cache_hits_total", "Prompt tokens found in the prefix cache", s -> s.kvCache().hitTokens());
     registerSpecDecode();
+    timeToFirstToken = timer("vllm:time_to_first_token", "Time to the first token", TTFT_BUCKETS);
+    interTokenLatency = timer("vllm:inter_token_latency", "Time between tokens of a request", ITL_BUCKETS);
+    requestLatency = timer("vllm:e2e_request_latency", "Time from submit to finish", E2E_BUCKETS);
   }
 
   /**
@@ -97,9 +104,9 @@ public class EngineMetrics {
       long now = System.nanoTime();
       if (!output.newTokens().isEmpty()) {
         if (last[0] == 0) {
-          if (leg != Leg.AFTER_FIRST_TOKEN) timer("vllm:time_to_first_token", "Time to the first token", TTFT_BUCKETS).record(Duration.ofNanos(now - submitted));
+          if (leg != Leg.AFTER_FIRST_TOKEN) timeToFirstToken.record(now - submitted, TimeUnit.NANOSECONDS);
         } else if (leg != Leg.FIRST_TOKEN) {
-          timer("vllm:inter_token_latency", "Time between tokens of a request", ITL_BUCKETS).record(Duration.ofNanos(now - last[0]));
+          interTokenLatency.record(now - last[0], TimeUnit.NANOSECONDS);
         }
         last[0] = now;
       }
@@ -111,9 +118,10 @@ public class EngineMetrics {
   }
 
   private void finished(RequestOutput output, long nanos) {
-    timer("vllm:e2e_request_latency", "Time from submit to finish", E2E_BUCKETS).record(Duration.ofNanos(nanos));
-    Counter.builder("vllm:request_success").description("Finished requests by finish reason").tag("model_name", modelName)
-        .tag("finished_reason", output.status().finishReason()).register(registry).increment();
+    requestLatency.record(nanos, TimeUnit.NANOSECONDS);
+    successByReason.computeIfAbsent(output.status().finishReason(), reason -> Counter.builder("vllm:request_success")
+        .description("Finished requests by finish reason").tag("model_name", modelName).tag("finished_reason", reason)
+        .register(registry)).increment();
   }
 
   private Timer timer(String name, String help, double[] bucketsSeconds) {
