@@ -137,6 +137,7 @@ int main(int argc, char **argv) {
   }
   check_mla_errors();
   check_errors();
+  check_nomem();
 
   mk_context_destroy(g_c1);
   mk_context_destroy(g_c3);

@@ -67,5 +67,6 @@ void check_mla(const char *name, int pages_dtype, int q_bf16, int64_t nq, int64_
 void check_mla_errors(void);
 void check_errors(void);
 void check_shared_library(const char *path);
+void check_nomem(void);
 
 #endif

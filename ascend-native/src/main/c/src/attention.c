@@ -7,6 +7,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Query rows of one head per unit: each key and value row brought from L2/L3 serves them all, from L1 (a head's keys
  * and values outgrow L2 past ~1,500 positions). The values go in blocks of VALUE_BLOCK positions, every 4-row group of
@@ -26,7 +27,16 @@ typedef struct {
 /* Unit u is row tile i = u % tiles of head u / tiles: one head's keys and values stay in cache over its tiles. The
  * tiles are taken 0, last, 1, last - 1, ...: a causal prompt's later rows see more keys, so every run of units,
  * whichever thread takes it, mixes short rows and long. */
-static void attention_unit(const attention_job *j, int64_t u, float *s, float *vb) {
+/* A part's scratch: scores, one value block, and the current head's keys and the unit's query rows packed. In place
+ * a head's rows lie heads · dqk floats apart (12 KiB for 16 heads of 192: every row on the same L1 sets); packed, a
+ * 512-token prompt's attention over 16 heads took 0.68-0.90x the time (Zen 3, AVX2, 1 thread, 4 alternations). */
+typedef struct {
+  float *s, *vb, *kb, *qb;
+  int64_t head, keys; /* kb holds keys [0, keys) of head `head` */
+} attention_scratch;
+
+static void attention_unit(const attention_job *j, int64_t u, attention_scratch *w) {
+  float *s = w->s, *vb = w->vb;
   int64_t i = u % j->tiles, h = u / j->tiles;
   int64_t tile = i % 2 == 0 ? i / 2 : j->tiles - 1 - i / 2, t0 = tile * UNIT_ROWS;
   int64_t rows = j->nq - t0 < UNIT_ROWS ? j->nq - t0 : UNIT_ROWS, counts[UNIT_ROWS], longest[UNIT_ROWS / MK_ATTENTION_ROWS];
@@ -38,9 +48,13 @@ static void attention_unit(const attention_job *j, int64_t u, float *s, float *v
     if (counts[r] > *l) *l = counts[r];
     if (counts[r] > most) most = counts[r];
   }
-  /* head h's query rows, keys and values: every heads-th row of q, k and v */
-  const float *q = j->q + (t0 * j->heads + h) * j->ldq, *k = j->k + h * j->ldk, *v = j->v + h * j->ldv;
-  int64_t ldq = j->heads * j->ldq, ldk = j->heads * j->ldk, ldv = j->heads * j->ldv, ldo = j->heads * j->ldo;
+  /* head h's query rows, keys and values: every heads-th row of q, k and v; queries and keys packed */
+  int64_t ldv = j->heads * j->ldv, ldo = j->heads * j->ldo, ldq = j->dqk, ldk = j->dqk, row = sizeof(float) * (size_t)j->dqk;
+  const float *v = j->v + h * j->ldv;
+  if (w->head != h) w->head = h, w->keys = 0;
+  for (; w->keys < most; w->keys++) memcpy(w->kb + w->keys * ldk, j->k + (w->keys * j->heads + h) * j->ldk, row);
+  for (int64_t r = 0; r < rows; r++) memcpy(w->qb + r * ldq, j->q + ((t0 + r) * j->heads + h) * j->ldq, row);
+  const float *q = w->qb, *k = w->kb;
   float *o = j->out + (t0 * j->heads + h) * j->ldo;
   for (int64_t p = 0; p < most; p += 4) /* a group's scores past a row's own length are computed and never read */
     for (int64_t g = 0; g < groups; g++) {
@@ -63,11 +77,16 @@ static void attention_unit(const attention_job *j, int64_t u, float *s, float *v
 
 static void attention_range(void *raw, int64_t begin, int64_t end) {
   const attention_job *j = raw;
-  float *s = malloc(sizeof(float) * (size_t)(UNIT_ROWS * j->nk)), *vb = malloc(sizeof(float) * (size_t)(j->nk * j->dv));
-  if (s == NULL || vb == NULL) abort(); /* (UNIT_ROWS + dv) · nk floats; failure means the process is already lost */
-  for (int64_t u = begin; u < end; u++) attention_unit(j, u, s, vb);
-  free(s);
-  free(vb);
+  attention_scratch w = {malloc(sizeof(float) * (size_t)(UNIT_ROWS * j->nk)), malloc(sizeof(float) * (size_t)(j->nk * j->dv)),
+                         malloc(sizeof(float) * (size_t)(j->nk * j->dqk)), malloc(sizeof(float) * (size_t)(UNIT_ROWS * j->dqk)),
+                         -1, 0};
+  if (w.s == NULL || w.vb == NULL || w.kb == NULL || w.qb == NULL) mk_part_nomem();
+  else
+    for (int64_t u = begin; u < end; u++) attention_unit(j, u, &w);
+  free(w.s);
+  free(w.vb);
+  free(w.kb);
+  free(w.qb);
 }
 
 MK_EXPORT int32_t mk_attention(mk_context *ctx, float *out, int64_t ldo, const float *q, int64_t ldq, const float *k,
@@ -81,8 +100,7 @@ MK_EXPORT int32_t mk_attention(mk_context *ctx, float *out, int64_t ldo, const f
   int64_t tiles = (nq + UNIT_ROWS - 1) / UNIT_ROWS;
   attention_job j = {ctx->isa, out, q, k, v, ldo, ldq, ldk, ldv, nq, heads, dqk, dv, nk, tiles, context_lens, scale};
   int64_t work = nq * heads * nk * (dqk + dv) * 2;
-  mk_parallel_for(ctx, tiles * heads, 1, work, attention_range, &j);
-  return MK_OK;
+  return mk_parallel_for(ctx, tiles * heads, 1, work, attention_range, &j);
 }
 
 MK_EXPORT int32_t mk_add(mk_context *ctx, float *out, int64_t ldo, const float *a, int64_t lda, const float *b,

@@ -54,6 +54,7 @@ typedef struct mk_pool {
   atomic_int done;         /* parts of the current job finished */
   atomic_bool caller_asleep;
   atomic_bool stop;
+  atomic_bool nomem;   /* a part of the current job could not allocate its scratch */
   uint32_t generation; /* the caller's: the last job published */
   int64_t solo_until, solo_nanos; /* the caller's: calls run alone until then; the current stretch's length */
   int32_t on_time;                /* the caller's: parallel calls in a row without a late worker */
@@ -89,12 +90,25 @@ static int64_t wait_step(int64_t start, int64_t now, uint32_t spins) {
   return now_nanos();
 }
 
-static void run_part(const mk_pool *p, int32_t part, int32_t parts) {
+/* Set by mk_part_nomem on the thread whose range could not allocate; read and cleared after each range. */
+static _Thread_local bool range_nomem;
+
+void mk_part_nomem(void) { range_nomem = true; }
+
+/* fn(arg, begin, end) on this thread; whether it reported an allocation failure. */
+static bool run_range(mk_range_fn fn, void *arg, int64_t begin, int64_t end) {
+  range_nomem = false;
+  fn(arg, begin, end);
+  return range_nomem;
+}
+
+static void run_part(mk_pool *p, int32_t part, int32_t parts) {
   int64_t chunks = (p->n + p->grain - 1) / p->grain;
   int64_t begin = chunks * part / parts * p->grain;
   int64_t end = chunks * (part + 1) / parts * p->grain;
   if (end > p->n) end = p->n;
-  if (begin < end) p->fn(p->arg, begin, end);
+  /* relaxed: published to the caller by the part's `done` increment */
+  if (begin < end && run_range(p->fn, p->arg, begin, end)) atomic_store_explicit(&p->nomem, true, memory_order_relaxed);
 }
 
 /* Claims and runs parts of job `gen` until none is left; returns how many it ran. The job's fields are read only
@@ -162,29 +176,27 @@ static void await_parts(mk_pool *p, int32_t parts) {
   }
 }
 
-void mk_parallel_for(mk_context *ctx, int64_t n, int64_t grain, int64_t work, mk_range_fn fn, void *arg) {
-  if (n <= 0) return;
+int32_t mk_parallel_for(mk_context *ctx, int64_t n, int64_t grain, int64_t work, mk_range_fn fn, void *arg) {
+  if (n <= 0) return MK_OK;
   if (grain < 1) grain = 1;
   mk_pool *p = ctx->pool;
   int64_t chunks = (n + grain - 1) / grain;
-  if (p == NULL || p->num_workers == 0 || chunks < 2 || work < MK_PARALLEL_MIN_WORK) {
-    fn(arg, 0, n);
-    return;
-  }
+  if (p == NULL || p->num_workers == 0 || chunks < 2 || work < MK_PARALLEL_MIN_WORK)
+    return run_range(fn, arg, 0, n) ? MK_E_NOMEM : MK_OK;
   int64_t most = (int64_t)ctx->threads * MK_PARTS_PER_THREAD;
   int32_t parts = (int32_t)(chunks < most ? chunks : most);
   pthread_mutex_lock(&p->call_lock);
   int64_t start = now_nanos();
   if (start < p->solo_until) {
     pthread_mutex_unlock(&p->call_lock);
-    fn(arg, 0, n);
-    return;
+    return run_range(fn, arg, 0, n) ? MK_E_NOMEM : MK_OK;
   }
   p->fn = fn;
   p->arg = arg;
   p->n = n;
   p->grain = grain;
   atomic_store_explicit(&p->done, 0, memory_order_relaxed); /* published by the job word's release */
+  atomic_store_explicit(&p->nomem, false, memory_order_relaxed);
   uint32_t gen = ++p->generation;
   atomic_store_explicit(&p->job, (uint64_t)gen << 32 | (uint64_t)parts << 16, memory_order_release);
   pthread_mutex_lock(&p->lock);
@@ -202,7 +214,9 @@ void mk_parallel_for(mk_context *ctx, int64_t n, int64_t grain, int64_t work, mk
   } else if (mine > 0 && ++p->on_time >= MK_ON_TIME_RESET) {
     p->solo_nanos = 0;
   }
+  bool nomem = atomic_load_explicit(&p->nomem, memory_order_relaxed); /* every part's `done` was acquired */
   pthread_mutex_unlock(&p->call_lock);
+  return nomem ? MK_E_NOMEM : MK_OK;
 }
 
 static void pool_destroy(mk_pool *p) {

@@ -44,7 +44,7 @@ static void gate_range(void *raw, int64_t begin, int64_t end) {
   float *original = malloc(sizeof(float) * (e_bytes * 2 + (size_t)j->n_group));
   uint8_t *keep = malloc(e_bytes);
   int32_t *best_groups = malloc(sizeof(int32_t) * (size_t)j->n_group);
-  if (original == NULL || keep == NULL || best_groups == NULL) abort(); /* a few KiB: the process is already lost */
+  if (original == NULL || keep == NULL || best_groups == NULL) mk_part_nomem(), end = begin;
   float *scores = original + e_count, *group_scores = scores + e_count;
   for (int64_t t = begin; t < end; t++) {
     const float *row = j->logits + t * j->ldl;
@@ -88,6 +88,5 @@ MK_EXPORT int32_t mk_moe_gate(mk_context *ctx, int32_t *ids, float *weights, con
   if (n_group > 1 && bias != NULL && experts / n_group < 2) return MK_E_SHAPE;
   gate_job j = {ids, weights, logits, bias, ldl, (int32_t)experts, topk, n_group, topk_group, norm_topk_prob,
                 routed_scaling_factor};
-  mk_parallel_for(ctx, n, 1, n * experts * 64, gate_range, &j); /* ~20 ns a sigmoid: split from a few tokens on */
-  return MK_OK;
+  return mk_parallel_for(ctx, n, 1, n * experts * 64, gate_range, &j); /* ~20 ns a sigmoid: split from a few tokens on */
 }

@@ -15,8 +15,12 @@ typedef void (*mk_range_fn)(void *arg, int64_t begin, int64_t end);
 /* Splits [0, n) into a few ranges per thread whose bounds are multiples of `grain` (except the end), and runs
  * them in parallel, each on whichever thread is free to take it, when `work` (a rough cost, e.g. bytes touched)
  * is worth waking threads for. fn must compute each index the same whatever range holds it (kernels keep a
- * fixed order per row, and tile from range starts that are multiples of grain). */
-void mk_parallel_for(mk_context *ctx, int64_t n, int64_t grain, int64_t work, mk_range_fn fn, void *arg);
+ * fixed order per row, and tile from range starts that are multiples of grain). MK_E_NOMEM when a range called
+ * mk_part_nomem (its outputs are then unspecified), else MK_OK. */
+int32_t mk_parallel_for(mk_context *ctx, int64_t n, int64_t grain, int64_t work, mk_range_fn fn, void *arg);
+/* Called by a range that could not allocate its scratch, before it returns without doing its work: the library
+ * answers MK_E_NOMEM, as the header promises, instead of ending the process. */
+void mk_part_nomem(void);
 
 /* ---- numeric helpers shared by every path ---- */
 static inline float mk_bf16_to_f32(uint16_t h) {

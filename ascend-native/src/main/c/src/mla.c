@@ -248,7 +248,7 @@ static void mla_range(void *raw, int64_t begin, int64_t end) {
   }
   if (scratch == NULL || (j->q16 != NULL && (sc.qt == NULL || sc.m == NULL || sc.l == NULL || sc.orow == NULL || sc.copy == NULL ||
                                                sc.spare == NULL || sc.lines == NULL)))
-    abort(); /* a few KiB; failure here means the process is already lost */
+    mk_part_nomem(), end = begin;
   for (int64_t unit = begin; unit < end; unit++)
     mla_item(j, unit, unit + 1 < end ? unit + 1 : -1, scratch, scratch + BLOCK * width, &sc);
   free(scratch), free(sc.qt), free(sc.m), free(sc.l), free(sc.orow), free(sc.copy), free(sc.spare), free(sc.lines);
@@ -347,9 +347,9 @@ MK_EXPORT int32_t mk_mla_decode(mk_context *ctx, float *out, int64_t ldo, const 
     free(j.part_m), free(j.part_l), free(j.part_o), free(q16), free(q_wide);
     return MK_E_NOMEM;
   }
-  mk_parallel_for(ctx, items * j.groups, 1, items * CHUNK * (rank + rope) * heads, mla_range, &j);
+  int32_t rc = mk_parallel_for(ctx, items * j.groups, 1, items * CHUNK * (rank + rope) * heads, mla_range, &j);
   combine_job combine = {&j, out, ldo}; /* rows combine independently: on every thread (serial, it was ~5% at batch 32) */
-  mk_parallel_for(ctx, nq, 1, items * heads * rank * 4, combine_range, &combine);
+  if (rc == MK_OK) rc = mk_parallel_for(ctx, nq, 1, items * heads * rank * 4, combine_range, &combine);
   free(j.part_m), free(j.part_l), free(j.part_o), free(q16), free(q_wide);
-  return MK_OK;
+  return rc;
 }

@@ -105,13 +105,10 @@ static void matmul_i8_range(void *raw, int64_t o_begin, int64_t o_end) {
   int64_t tile = few && scaled ? 16 : j->n == 1 ? 1 : MK_I8_NR, pass = scaled || few ? MK_I8_ROWS : I8_TILE_ROWS;
   int32_t *lanes = NULL, *rowsums = malloc(sizeof(int32_t) * (size_t)(o_end - o_begin + MK_I8_NR));
   int16_t *w16 = NULL;
-  if (rowsums == NULL) abort(); /* 4 bytes a row */
-  int wide = j->isa->gemm_i8_w16_tile != NULL;
-  if ((wide || j->isa->gemm_u8i8_tile != NULL) && !few) {
-    lanes = aligned_alloc(64, sizeof(int32_t) * MK_X_BLOCK * MK_I8_NR * 16);
-    if (lanes == NULL) abort(); /* 48 KiB */
-    if (wide && (w16 = aligned_alloc(64, sizeof(int16_t) * MK_I8_NR * K_BLOCK)) == NULL) abort(); /* 12 KiB */
-  }
+  int wide = j->isa->gemm_i8_w16_tile != NULL, tiles = (wide || j->isa->gemm_u8i8_tile != NULL) && !few;
+  if (tiles) lanes = aligned_alloc(64, sizeof(int32_t) * MK_X_BLOCK * MK_I8_NR * 16); /* 48 KiB */
+  if (tiles && wide) w16 = aligned_alloc(64, sizeof(int16_t) * MK_I8_NR * K_BLOCK);   /* 12 KiB */
+  if (rowsums == NULL || (tiles && lanes == NULL) || (wide && tiles && w16 == NULL)) mk_part_nomem(), o_end = o_begin;
   for (int64_t t0 = 0; t0 < j->n; t0 += MK_X_BLOCK) {
     int64_t t_end = t0 + MK_X_BLOCK < j->n ? t0 + MK_X_BLOCK : j->n;
     for (int64_t o = o_begin; o < o_end; o += tile) {
@@ -153,9 +150,9 @@ MK_EXPORT int32_t mk_matmul_i8(mk_context *ctx, float *out, int64_t ldo, const i
   uint8_t *xu = to_unsigned(ctx->isa, xq, ldx, n, k);
   if (xu == NULL) return MK_E_NOMEM;
   matmul_i8_job j = {ctx->isa, out, xu, xs, w, ws, ldo, ldw, n, k};
-  mk_parallel_for(ctx, m, 2 * MK_I8_NR, m * k + n * m * k / 8, matmul_i8_range, &j);
+  int32_t rc = mk_parallel_for(ctx, m, 2 * MK_I8_NR, m * k + n * m * k / 8, matmul_i8_range, &j);
   free(xu);
-  return MK_OK;
+  return rc;
 }
 
 /* ---- grouped A8W8 matmul ----
@@ -208,8 +205,8 @@ MK_EXPORT int32_t mk_matmul_i8_grouped(mk_context *ctx, float *out, int64_t ldo,
       jobs[used++] = (matmul_i8_job){ctx->isa, out + t0 * ldo, xu + t0 * k, xs + t0, w[g], ws[g], ldo, ldw, rows, k};
   }
   grouped_i8_job j = {jobs, m};
-  mk_parallel_for(ctx, used * m, 2 * MK_I8_NR, used * m * k + n * m * k / 8, grouped_i8_range, &j);
+  int32_t rc = mk_parallel_for(ctx, used * m, 2 * MK_I8_NR, used * m * k + n * m * k / 8, grouped_i8_range, &j);
   free(jobs);
   free(xu);
-  return MK_OK;
+  return rc;
 }

@@ -179,7 +179,7 @@ static void heads_km_range(void *raw, int64_t begin, int64_t end) {
   int paired = j->x_bf16 && j->pairs != NULL && j->isa->heads_km_bf16_pairs != NULL;
   int units = j->x_bf16 && j->pairs == NULL && j->isa->heads_km_bf16_unit != NULL;
   uint32_t *wt = units ? aligned_alloc(64, sizeof(uint32_t) * 32 * (size_t)((j->k + 1) / 2 + 1)) : NULL;
-  if (units && wt == NULL) abort(); /* 64 KiB at k = 1024; failure here means the process is already lost */
+  if (units && wt == NULL) mk_part_nomem(), end = begin; /* 64 KiB at k = 1024 */
   for (int64_t u = begin; u < end; u++) {
     int64_t h = u / j->blocks, o0 = u % j->blocks * 32, mo = j->m - o0 < 32 ? j->m - o0 : 32;
     float *out = j->out + h * j->ldo + o0;
@@ -202,8 +202,8 @@ static void heads_km_range(void *raw, int64_t begin, int64_t end) {
   free(wt);
 }
 
-static void heads_km_run(mk_context *ctx, heads_km_job *j, int64_t weight_bytes) {
-  mk_parallel_for(ctx, j->heads * j->blocks, 1, weight_bytes + j->n * j->heads * j->m * j->k, heads_km_range, j);
+static int32_t heads_km_run(mk_context *ctx, heads_km_job *j, int64_t weight_bytes) {
+  return mk_parallel_for(ctx, j->heads * j->blocks, 1, weight_bytes + j->n * j->heads * j->m * j->k, heads_km_range, j);
 }
 
 MK_EXPORT int32_t mk_matmul_heads_km(mk_context *ctx, float *out, int64_t ldo, const void *x, int32_t x_dtype,
@@ -215,8 +215,7 @@ MK_EXPORT int32_t mk_matmul_heads_km(mk_context *ctx, float *out, int64_t ldo, c
   if (x_dtype != MK_F32 && !(x_dtype == MK_BF16 && w_dtype == MK_BF16)) return MK_E_DTYPE;
   if (n == 0 || heads == 0 || m == 0) return MK_OK;
   heads_km_job j = {ctx->isa, out, x, w, NULL, ldo, ldx, n, heads, m, k, (m + 31) / 32, x_dtype == MK_BF16, w_dtype == MK_BF16};
-  heads_km_run(ctx, &j, heads * m * k * (w_dtype == MK_BF16 ? 2 : 4));
-  return MK_OK;
+  return heads_km_run(ctx, &j, heads * m * k * (w_dtype == MK_BF16 ? 2 : 4));
 }
 
 MK_EXPORT int32_t mk_matmul_heads_km_pairs(mk_context *ctx, float *out, int64_t ldo, const uint16_t *x, int64_t ldx,
@@ -225,8 +224,7 @@ MK_EXPORT int32_t mk_matmul_heads_km_pairs(mk_context *ctx, float *out, int64_t 
   if (n < 0 || heads < 0 || m < 0 || k < 0 || ldo < m || ldx < k) return MK_E_SHAPE;
   if (n == 0 || heads == 0 || m == 0) return MK_OK;
   heads_km_job j = {ctx->isa, out, x, NULL, wp, ldo, ldx, n, heads, m, k, (m + 31) / 32, 1, 1};
-  heads_km_run(ctx, &j, heads * j.blocks * ((k + 1) / 2) * 128);
-  return MK_OK;
+  return heads_km_run(ctx, &j, heads * j.blocks * ((k + 1) / 2) * 128);
 }
 
 /* ---- the machine's INT8 and BF16 peaks, for benchmarks: a register-only loop on every thread at once ---- */

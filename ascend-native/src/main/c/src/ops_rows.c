@@ -92,7 +92,7 @@ typedef struct {
 static void silu_quantize_range(void *raw, int64_t begin, int64_t end) {
   silu_quantize_job *j = raw;
   float *row = aligned_alloc(64, (size_t)((j->d * 4 + 63) / 64 * 64));
-  if (row == NULL) abort(); /* d floats; failure means the process is already lost */
+  if (row == NULL) mk_part_nomem(), end = begin; /* d floats */
   for (int64_t t = begin; t < end; t++) {
     j->isa->silu_mul(row, j->gate + t * j->ldg, j->up + t * j->ldu, j->d);
     j->isa->quantize_row(j->q + t * j->ldq, j->scales + t, row, 0, j->d);
@@ -105,8 +105,7 @@ MK_EXPORT int32_t mk_silu_mul_quantize(mk_context *ctx, int8_t *q, int64_t ldq, 
   if (ctx == NULL || q == NULL || scales == NULL || gate == NULL || up == NULL) return MK_E_NULL;
   if (n < 0 || d < 0 || ldq < d || ldg < d || ldu < d) return MK_E_SHAPE;
   silu_quantize_job j = {ctx->isa, q, scales, gate, up, ldq, ldg, ldu, d};
-  mk_parallel_for(ctx, n, 1, n * d * 9, silu_quantize_range, &j);
-  return MK_OK;
+  return mk_parallel_for(ctx, n, 1, n * d * 9, silu_quantize_range, &j);
 }
 
 /* ---- convert ---- */
