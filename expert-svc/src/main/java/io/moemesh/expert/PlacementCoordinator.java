@@ -91,7 +91,7 @@ final class PlacementCoordinator {
   private final Policy policy;
   private final ShardLiveness liveness;
   private final int self; // this shard's index
-  private boolean coordinating; // this shard is the lowest-numbered live one in its view (shard 0 until a heartbeat says otherwise)
+  private volatile boolean coordinating; // this shard is the lowest-numbered live one in its view (shard 0 until a heartbeat says otherwise)
   private volatile Placement active;
   private long newestVersion; // the highest version any shard holds or was asked to prepare: never reused
   private boolean fresh = true; // no round has got to a decision yet: the shards may hold a newer placement than `active`
