@@ -74,14 +74,16 @@ public class BalancerLoop {
     for (Outcome o : Outcome.values()) registry.counter("moemesh_expert_balancer_rounds_total", "outcome", o.name().toLowerCase());
     Gauge.builder("moemesh_expert_live_shards", this, b -> b.coordinator == null ? peers.size() : b.coordinator.liveShards())
         .description("Routed shards answering this shard's heartbeats").register(registry);
-    Gauge.builder("moemesh_expert_coordinating", this, b -> b.coordinator == null ? (config.shard() == 0 ? 1 : 0) : b.coordinator.coordinating() ? 1 : 0)
+    Gauge.builder("moemesh_expert_coordinating", this,
+        b -> (b.coordinator == null ? config.shard() == 0 : b.coordinator.coordinating()) ? 1 : 0)
         .description("1 on the routed shard that runs the failover and the balancer (the lowest-numbered live one)").register(registry);
     for (int s = 0; s < peers.size(); s++) registry.counter("moemesh_expert_shard_losses_total", "shard", String.valueOf(s));
     timer = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().name("expert-balancer").daemon().factory());
     if (!interval.isZero() && meshKnown) timer.scheduleWithFixedDelay(this::tick, interval.toMillis(), interval.toMillis(), TimeUnit.MILLISECONDS);
     if (failover) timer.scheduleWithFixedDelay(this::heartbeat, heartbeat.toMillis(), heartbeat.toMillis(), TimeUnit.MILLISECONDS);
     LOG.infof("placement coordinator on shard %d (coordinates while no lower shard is live): balancer %s, failover %s (lost after %d"
-        + " missed heartbeats) over %s", config.shard(), interval.isZero() ? "off" : "every " + interval, failover ? "heartbeat every " + heartbeat : "off", config.failover().misses(), peers);
+        + " missed heartbeats) over %s", config.shard(), interval.isZero() ? "off" : "every " + interval,
+        failover ? "heartbeat every " + heartbeat : "off", config.failover().misses(), peers);
   }
 
   void stop(@Observes ShutdownEvent event) {

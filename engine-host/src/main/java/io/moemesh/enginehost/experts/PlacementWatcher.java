@@ -34,8 +34,9 @@ import org.jboss.logging.Logger;
  * ({@code ExpertServiceInfo.active_placement}): every {@code moemesh.experts.placement-poll} (1s) it asks every routed
  * shard at once (the coordinator is the lowest-numbered live shard, so a lost shard 0 leaves it reachable), off the
  * engine's thread, and hands the highest newer version any shard publishes to {@link DispatchingExperts}, which
- * switches at the next forward pass. A shard that does not answer (dead or hung) delays no other's answer. The shards keep the previous placement's experts until the balancer's next change,
- * so a step under way finishes on the old version; results are the same bits under any placement.
+ * switches at the next forward pass. A shard that does not answer (dead or hung) delays no other's answer. The
+ * shards keep the previous placement's experts until the balancer's next change, so a step under way finishes on the
+ * old version; results are the same bits under any placement.
  * Metric: {@code moemesh_expert_placement_version} (the version the next forward pass uses).
  */
 @ApplicationScoped
