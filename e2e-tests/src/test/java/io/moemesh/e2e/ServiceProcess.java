@@ -140,6 +140,21 @@ final class ServiceProcess implements AutoCloseable {
     process.destroyForcibly().waitFor();
   }
 
+  /** SIGSTOP: the process freezes with its sockets open (a hung service: connections accepted, nothing answered). */
+  void pause() throws IOException, InterruptedException {
+    signal("STOP");
+  }
+
+  /** SIGCONT after {@link #pause}. */
+  void resume() throws IOException, InterruptedException {
+    signal("CONT");
+  }
+
+  private void signal(String name) throws IOException, InterruptedException {
+    int exit = new ProcessBuilder("kill", "-" + name, String.valueOf(process.pid())).inheritIO().start().waitFor();
+    if (exit != 0) throw new IllegalStateException("kill -" + name + " " + process.pid() + " exited with " + exit);
+  }
+
   /** SIGTERM: the service's shutdown (and drain) runs; returns at once. */
   void terminate() {
     process.destroy();
@@ -152,6 +167,11 @@ final class ServiceProcess implements AutoCloseable {
 
   @Override
   public void close() throws InterruptedException {
+    try {
+      if (process.isAlive()) resume(); // a paused process would ignore SIGTERM until the forced kill
+    } catch (IOException | RuntimeException e) {
+      // it exited meanwhile
+    }
     process.destroy();
     if (!process.waitFor(20, java.util.concurrent.TimeUnit.SECONDS)) process.destroyForcibly().waitFor();
   }

@@ -40,7 +40,9 @@ import org.junit.jupiter.api.io.TempDir;
  * routed and shared experts run on 2 routed shards and a shared-expert service, and the gateway. Streams run; routed
  * shard 1 is killed (-9) mid-run; shard 0's heartbeats find it lost and host its slots itself; the streams and new
  * requests complete with the texts of a run without the kill; a restarted shard 1 gets its slots back. Then shard 0,
- * which runs the failover, is killed: what needs its experts fails at the step deadline with a clear error.
+ * which coordinates, is killed: shard 1 takes over and hosts its slots; a restarted shard 0 takes back and brings every
+ * slot home. Then shard 1 is stopped (SIGSTOP, a hung process): it is lost within the heartbeat bound, not after the
+ * 30 s layer timeout.
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class ShardLossMeshTest {
@@ -148,26 +150,103 @@ class ShardLossMeshTest {
 
   @Test
   @Order(2)
-  void withoutTheCoordinatorRequestsThatNeedTheLostExpertsEndWithAClearErrorAtTheStepDeadline() throws Exception {
-    int[] p = prompt(991, 9);
-    assertThat(complete(p).status).isEqualTo(200);
-    int http = shard0.httpPort, grpc = shard0.grpcPort;
-    shard0.kill(); // it runs the heartbeats: nothing hosts its slots elsewhere
-    long start = System.nanoTime();
-    var stream = new Stream(p);
-    Completion failed = complete(p);
-    double seconds = (System.nanoTime() - start) / 1e9;
-    stream.join();
-    System.out.printf("ShardLossMeshTest: with shard 0 gone, a new request failed after %.2f s: %s%n", seconds, failed.body);
-    assertThat(failed.status).as(failed.body).isEqualTo(502);
-    assertThat(JSON.readTree(failed.body).at("/error/message").asText()).contains("expert-shard loss").contains("routed shard 0");
-    assertThat(seconds).as("the step deadline (10 s), not silence").isLessThan(20);
-    assertThat(stream.error).as("the stream's final event is the error").contains("expert-shard loss");
-    assertThat(ExpertParallelMeshTest.counter(decode, "moemesh_expert_step_failures_total")).isPositive();
+  void whenShard0WhichCoordinatesIsKilledShard1TakesOverAndARestartedShard0TakesBack() throws Exception {
+    List<int[]> prompts = IntStream.range(0, STREAMS).mapToObj(i -> prompt(920 + i, 6 + 5 * i)).toList();
+    int[] late = prompt(991, 9);
+    List<String> reference = new ArrayList<>();
+    for (var s : startStreams(prompts)) reference.add(s.join().text());
+    String lateReference = complete(late).text;
+    long versionBefore = info(shard1).getActivePlacement().getVersion();
 
+    List<Stream> streams = startStreams(prompts);
+    await().atMost(Duration.ofMinutes(1)).until(() -> streams.stream().allMatch(s -> s.events.size() >= 10));
+    int http = shard0.httpPort, grpc = shard0.grpcPort;
+    LocalDateTime killedAt = LocalDateTime.now();
+    long kill = System.nanoTime();
+    shard0.kill(); // it coordinated: shard 1 must notice, take over and host shard 0's slots
+    Completion first = complete(late);
+    double firstSeconds = (System.nanoTime() - kill) / 1e9;
+    Outcomes outcomes = outcomes(streams, reference, kill);
+    assertThat(outcomes.problems).as("every stream completes with its text or ends with the shard-loss error").isEmpty();
+    assertThat(first.status).as(first.body).isEqualTo(200);
+    assertThat(first.text).isEqualTo(lateReference);
+    assertThat(firstSeconds).as("a new request right after the kill").isLessThan(30);
+
+    double detected = secondsAfter(killedAt, shard1, "WARN .*failover: routed shard 0 at localhost:" + grpc + " is lost");
+    double takeover = secondsAfter(killedAt, shard1, "WARN .*failover: shard 1 coordinates now");
+    double replaced = secondsAfter(killedAt, shard1, "WARN .*failover: version \\d+: slots hosted");
+    assertThat(detected).as("shard 1 warns naming the lost shard 0, within seconds").isBetween(0.0, 10.0);
+    assertThat(takeover).as("and takes over coordination").isBetween(0.0, 10.0);
+    assertThat(replaced).as("and publishes a placement without shard 0").isBetween(0.0, 15.0);
+    ExpertServiceInfo failedOver = info(shard1);
+    assertThat(failedOver.getActivePlacement().getSlotToShardList()).as("every slot on shard 1").containsOnly(1);
+    assertThat(failedOver.getActivePlacement().getVersion()).as("versions only rise").isGreaterThan(versionBefore);
+    assertThat(ExpertParallelMeshTest.counter(shard1, "moemesh_expert_coordinating")).isEqualTo(1);
+    assertThat(ExpertParallelMeshTest.placementVersion(decode)).isEqualTo(failedOver.getActivePlacement().getVersion());
+    System.out.printf("ShardLossMeshTest: shard 0 killed: lost at %.2f s, shard 1 coordinates at %.2f s, placement published at %.2f s;"
+        + " a new request answered in %.2f s; %d of %d streams completed, %d ended with the shard-loss error; longest silence %.2f s%n",
+        detected, takeover, replaced, firstSeconds, outcomes.completed, STREAMS, outcomes.failed, outcomes.worstGap);
+
+    // shard 0 restarts: it resumes the placement its peer published, takes coordination back and brings every slot home
     shard0 = ServiceProcess.start("expert-svc", "loss-routed-0", shard0Props, http, grpc);
     shard0.awaitReady(READY);
-    await().atMost(Duration.ofMinutes(1)).pollInterval(Duration.ofMillis(500)).until(() -> complete(p).status == 200);
+    await().atMost(Duration.ofMinutes(1)).pollInterval(Duration.ofMillis(250)).ignoreExceptions().until(() -> {
+      var active = info(shard0).getActivePlacement();
+      return active.getSlotToShardCount() == 0 && active.getVersion() > failedOver.getActivePlacement().getVersion()
+          && ExpertParallelMeshTest.placementVersion(decode) == active.getVersion();
+    });
+    await().atMost(Duration.ofSeconds(10)).ignoreExceptions()
+        .until(() -> ExpertParallelMeshTest.counter(shard1, "moemesh_expert_coordinating") == 0);
+    assertThat(ExpertParallelMeshTest.counter(shard0, "moemesh_expert_coordinating")).isEqualTo(1);
+    assertThat(shard1.logText()).contains("failover: shard 1 stops coordinating: shard 0 is live again");
+    Completion again = complete(late);
+    assertThat(again.text).as(again.body).isEqualTo(lateReference);
+  }
+
+  @Test
+  @Order(3)
+  void aHungShardIsLostWithinTheHeartbeatBoundNotAfterTheLayerTimeout() throws Exception {
+    List<int[]> prompts = IntStream.range(0, STREAMS).mapToObj(i -> prompt(940 + i, 6 + 5 * i)).toList();
+    List<String> reference = new ArrayList<>();
+    for (var s : startStreams(prompts)) reference.add(s.join().text());
+    List<Stream> streams = startStreams(prompts);
+    await().atMost(Duration.ofMinutes(1)).until(() -> streams.stream().allMatch(s -> s.events.size() >= 10));
+    LocalDateTime stoppedAt = LocalDateTime.now();
+    long stop = System.nanoTime();
+    shard1.pause(); // SIGSTOP: its connections stay open and nothing answers (the layer timeout is 30 s)
+    Outcomes outcomes;
+    try {
+      outcomes = outcomes(streams, reference, stop);
+    } finally {
+      shard1.resume();
+    }
+    double detected = secondsAfter(stoppedAt, shard0, "WARN .*failover: routed shard 1 at localhost:" + shard1.grpcPort + " is lost");
+    System.out.printf("ShardLossMeshTest: shard 1 stopped (SIGSTOP): lost at %.2f s; %d of %d streams completed, %d ended with the"
+        + " shard-loss error; longest silence %.2f s%n", detected, outcomes.completed, STREAMS, outcomes.failed, outcomes.worstGap);
+    assertThat(outcomes.problems).as("every stream completes with its text or ends with the shard-loss error").isEmpty();
+    assertThat(detected).as("a hung shard is lost within the heartbeat bound (3 × (2 s deadline + 0.5 s))").isBetween(0.0, 10.0);
+    assertThat(outcomes.worstGap).as("no stream waits for the 30 s layer timeout").isLessThan(25);
+    // resumed, it answers heartbeats again and gets its slots back
+    await().atMost(Duration.ofMinutes(1)).pollInterval(Duration.ofMillis(250)).ignoreExceptions()
+        .until(() -> info(shard0).getActivePlacement().getSlotToShardCount() == 0 && ExpertParallelMeshTest.counter(shard0, "moemesh_expert_live_shards") == 2);
+  }
+
+  /** How streams started before a fault ended: each with its reference text, or with the shard-loss error; anything else is a problem. */
+  record Outcomes(int completed, int failed, double worstGap, List<String> problems) {}
+
+  static Outcomes outcomes(List<Stream> streams, List<String> reference, long since) throws Exception {
+    int completed = 0, failed = 0;
+    double worstGap = 0;
+    List<String> problems = new ArrayList<>();
+    for (int i = 0; i < streams.size(); i++) {
+      Stream s = streams.get(i).join();
+      worstGap = Math.max(worstGap, s.longestGapAfter(since));
+      if (s.error != null && s.error.contains("expert-shard loss")) failed++;
+      else if (s.error != null) problems.add("stream " + i + ": " + s.error);
+      else if (!reference.get(i).equals(s.text())) problems.add("stream " + i + " differs: " + s.text() + " ≠ " + reference.get(i));
+      else completed++;
+    }
+    return new Outcomes(completed, failed, worstGap, problems);
   }
 
   /** Seconds from {@code since} to the first line of {@code p}'s log at or after it that matches {@code pattern}; -1 if none. */

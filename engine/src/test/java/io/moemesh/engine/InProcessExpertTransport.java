@@ -32,6 +32,10 @@ final class InProcessExpertTransport implements ExpertTransport {
   volatile IntConsumer beforeDispatch = n -> {};
   /** Shards that answer every call with a failure, as a dead process's connection would. */
   final Set<Integer> dead = ConcurrentHashMap.newKeySet();
+  /** Shards that never answer (a stopped process whose connection stays open): their calls stay pending. */
+  final Set<Integer> hung = ConcurrentHashMap.newKeySet();
+  /** The calls sent to hung shards, still pending unless the caller cancelled them. */
+  final List<CompletableFuture<ExpertOutputs>> unanswered = new java.util.concurrent.CopyOnWriteArrayList<>();
 
   InProcessExpertTransport(Kernels kernels, LocalExperts[] shards, LocalExperts shared) {
     this.kernels = kernels;
@@ -48,6 +52,11 @@ final class InProcessExpertTransport implements ExpertTransport {
   public CompletableFuture<ExpertOutputs> routed(int shard, ExpertDispatch d) {
     beforeDispatch.accept(sent.size());
     if (dead.contains(shard)) return CompletableFuture.failedFuture(new IllegalStateException("UNAVAILABLE: connection refused"));
+    if (hung.contains(shard)) {
+      var never = new CompletableFuture<ExpertOutputs>();
+      unanswered.add(never);
+      return never;
+    }
     long bytes = d.hidden().numElements() * d.hidden().dtype().byteSize() + (d.scales() == null ? 0 : d.scales().numElements() * 4);
     sent.add(new Sent(shard, d.layerId(), d.placementVersion(), d.hidden().dim(0), d.expertOffsets().clone(), d.hidden().dtype(), bytes));
     try (TensorArena scratch = TensorArena.confined()) {

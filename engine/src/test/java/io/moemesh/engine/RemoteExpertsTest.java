@@ -291,6 +291,49 @@ class RemoteExpertsTest {
     }
 
     @Test
+    void aHungShardIsGivenUpAsSoonAsANewerPlacementHostsNothingOnItNotAfterTheLayerTimeout() throws Exception {
+      var expected = EngineTest.run(TinyModel.model(Precision.INT8), EngineTest.ROOMY, new KvCacheConfig(64, 8, true), requests);
+      try (var attention = attentionOnly(Precision.INT8, ExpertSelection.SHARED_ONLY)) {
+        Placement single = ExpertWeights.initialPlacement(attention.config(), 2, 0);
+        Placement hosted = single.hostedOn(new int[single.numSlots()], 1); // the coordinator found shard 1 lost: all on shard 0
+        var shards = shards(Precision.INT8, single, i -> ExpertSelection.shard(i == 0 ? hosted : single, i));
+        try {
+          var transport = new InProcessExpertTransport(TinyModel.kernels(), experts(shards), null);
+          // a layer timeout far beyond the test's patience: only the newer placement can end the wait
+          var remote = new DispatchingExperts(transport, single, attention.localExperts(), true, Duration.ofHours(1), Duration.ofSeconds(20));
+          List<String> retried = new java.util.concurrent.CopyOnWriteArrayList<>(), failed = new java.util.concurrent.CopyOnWriteArrayList<>();
+          remote.onRetry(new DispatchingExperts.RetryListener() {
+            @Override
+            public void redispatched(int layerId, int assignments, String why) {
+              retried.add(why);
+            }
+
+            @Override
+            public void stepFailed(String why) {
+              failed.add(why);
+            }
+          });
+          transport.beforeDispatch = n -> {
+            if (n == 20 && transport.hung.add(1)) // shard 1 stops answering (SIGSTOP); the failover's placement comes later
+              Thread.ofVirtual().start(() -> {
+                while (transport.unanswered.isEmpty()) Thread.onSpinWait();
+                remote.usePlacement(hosted);
+              });
+          };
+          var actual = EngineTest.run(attention, remote, EngineTest.ROOMY, new KvCacheConfig(64, 8, true), requests);
+          EngineTest.assertSameTokensAndLogits(actual, expected);
+          assertThat(transport.unanswered).as("the step waited on the hung shard").isNotEmpty()
+              .allSatisfy(call -> assertThat(call.isCancelled()).as("and gave it up").isTrue());
+          assertThat(retried).isNotEmpty().first().asString().contains("routed shard 1 did not answer")
+              .contains("placement version 1 hosts nothing on it");
+          assertThat(failed).isEmpty();
+        } finally {
+          for (var s : shards) s.close();
+        }
+      }
+    }
+
+    @Test
     void withoutANewerPlacementTheRequestsFailAtTheStepDeadlineNamingTheLoss() throws Exception {
       try (var attention = attentionOnly(Precision.INT8, ExpertSelection.SHARED_ONLY)) {
         Placement single = ExpertWeights.initialPlacement(attention.config(), 2, 0);

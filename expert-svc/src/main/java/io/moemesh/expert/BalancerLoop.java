@@ -23,12 +23,14 @@ import java.util.function.ToDoubleFunction;
 import org.jboss.logging.Logger;
 
 /**
- * Routed shard 0's placement coordinator, over {@code moemesh.expert.peers}, once this shard's experts are loaded:
- * a {@link PlacementCoordinator} round every {@code moemesh.expert.balancer.interval} (when > 0), and a heartbeat
- * every {@code moemesh.expert.failover.heartbeat} (when > 0), both on one thread. Metrics:
+ * A routed shard's placement coordinator, over {@code moemesh.expert.peers}, once this shard's experts are loaded:
+ * a heartbeat every {@code moemesh.expert.failover.heartbeat} (when > 0) and a {@link PlacementCoordinator} round
+ * every {@code moemesh.expert.balancer.interval} (when > 0), both on one thread. Every routed shard runs it; the
+ * lowest-numbered live shard coordinates (shard 0 while it answers), the others watch and take over. Metrics:
  * {@code moemesh_expert_balancedness{placement="active"|"proposed"}}, {@code moemesh_expert_placement_version},
  * {@code moemesh_expert_shard_tokens{shard}} (each shard's window), {@code moemesh_expert_balancer_rounds_total{outcome}},
- * {@code moemesh_expert_live_shards} and {@code moemesh_expert_shard_losses_total{shard}}.
+ * {@code moemesh_expert_live_shards}, {@code moemesh_expert_shard_losses_total{shard}} (this shard's view) and
+ * {@code moemesh_expert_coordinating} (1 on the shard that coordinates).
  */
 @ApplicationScoped
 public class BalancerLoop {
@@ -45,14 +47,15 @@ public class BalancerLoop {
 
   void start(@Observes StartupEvent event) {
     Duration interval = config.balancer().interval(), heartbeat = config.failover().heartbeat();
-    if (config.role() != ExpertConfig.Role.ROUTED || config.shard() != 0) return; // shard 0 coordinates them all
+    if (config.role() != ExpertConfig.Role.ROUTED) return;
     List<String> peers = config.peers().orElse(List.of());
-    if (interval.isNegative() || heartbeat.isNegative() || (!interval.isZero() && peers.size() != config.numShards()))
+    boolean meshKnown = peers.size() == config.numShards();
+    if (interval.isNegative() || heartbeat.isNegative() || (config.shard() == 0 && !interval.isZero() && !meshKnown))
       throw new IllegalStateException("moemesh.expert.balancer.interval=" + interval + " needs a positive interval and "
           + "moemesh.expert.peers = the " + config.numShards() + " shards' gRPC addresses in shard order; got role " + config.role()
           + ", shard " + config.shard() + ", peers " + peers + ", heartbeat " + heartbeat);
-    boolean failover = !heartbeat.isZero() && peers.size() == config.numShards() && config.numShards() > 1;
-    if (interval.isZero() && !failover) return;
+    boolean failover = !heartbeat.isZero() && meshKnown && config.numShards() > 1;
+    if ((interval.isZero() || !meshKnown) && !failover) return; // without peers a shard other than 0 leaves it to shard 0
     // a dead process refuses at once; the deadline is for a hung one, and long enough for a busy one's event loop
     Duration heartbeatDeadline = heartbeat.multipliedBy(2).compareTo(Duration.ofSeconds(2)) < 0 ? Duration.ofSeconds(2) : heartbeat.multipliedBy(2);
     for (int s = 0; s < peers.size(); s++)
@@ -70,13 +73,17 @@ public class BalancerLoop {
         .description("Version of the placement attention replicas are told to use").register(registry);
     for (Outcome o : Outcome.values()) registry.counter("moemesh_expert_balancer_rounds_total", "outcome", o.name().toLowerCase());
     Gauge.builder("moemesh_expert_live_shards", this, b -> b.coordinator == null ? peers.size() : b.coordinator.liveShards())
-        .description("Routed shards answering shard 0's heartbeats").register(registry);
+        .description("Routed shards answering this shard's heartbeats").register(registry);
+    Gauge.builder("moemesh_expert_coordinating", this,
+        b -> (b.coordinator == null ? config.shard() == 0 : b.coordinator.coordinating()) ? 1 : 0)
+        .description("1 on the routed shard that runs the failover and the balancer (the lowest-numbered live one)").register(registry);
     for (int s = 0; s < peers.size(); s++) registry.counter("moemesh_expert_shard_losses_total", "shard", String.valueOf(s));
     timer = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().name("expert-balancer").daemon().factory());
-    if (!interval.isZero()) timer.scheduleWithFixedDelay(this::tick, interval.toMillis(), interval.toMillis(), TimeUnit.MILLISECONDS);
+    if (!interval.isZero() && meshKnown) timer.scheduleWithFixedDelay(this::tick, interval.toMillis(), interval.toMillis(), TimeUnit.MILLISECONDS);
     if (failover) timer.scheduleWithFixedDelay(this::heartbeat, heartbeat.toMillis(), heartbeat.toMillis(), TimeUnit.MILLISECONDS);
-    LOG.infof("placement coordinator: balancer %s, failover %s (lost after %d missed heartbeats) over %s",
-        interval.isZero() ? "off" : "every " + interval, failover ? "heartbeat every " + heartbeat : "off", config.failover().misses(), peers);
+    LOG.infof("placement coordinator on shard %d (coordinates while no lower shard is live): balancer %s, failover %s (lost after %d"
+        + " missed heartbeats) over %s", config.shard(), interval.isZero() ? "off" : "every " + interval,
+        failover ? "heartbeat every " + heartbeat : "off", config.failover().misses(), peers);
   }
 
   void stop(@Observes ShutdownEvent event) {
@@ -95,7 +102,7 @@ public class BalancerLoop {
     if (coordinator == null && host.isReady())
       coordinator = new PlacementCoordinator(shards, host.held().placement(),
           new PlacementCoordinator.Policy(config.balancer().settle(), config.balancer().minGain(), config.balancer().minTokens()),
-          config.failover().misses());
+          config.failover().misses(), config.shard());
     return coordinator;
   }
 
@@ -103,6 +110,7 @@ public class BalancerLoop {
     try {
       PlacementCoordinator c = coordinator();
       if (c == null) return;
+      boolean wasCoordinating = c.coordinating();
       Heartbeat h = c.heartbeat();
       h.lost().forEach((shard, why) -> {
         registry.counter("moemesh_expert_shard_losses_total", "shard", String.valueOf(shard)).increment();
@@ -110,13 +118,17 @@ public class BalancerLoop {
             shard, config.peers().orElseThrow().get(shard).trim(), config.failover().misses(), why);
       });
       h.back().forEach(shard -> LOG.infof("failover: routed shard %d at %s answers again", shard, config.peers().orElseThrow().get(shard).trim()));
+      if (!h.detail().isEmpty() && (h.outcome() == Outcome.FOLLOWING || h.outcome() == Outcome.UNCHANGED)) LOG.infof("failover: %s", h.detail());
+      if (c.coordinating() != wasCoordinating)
+        LOG.warnf("failover: shard %d %s (live shards in this view: %s)", config.shard(), c.coordinating() ? "coordinates now" : "stops coordinating:"
+            + " shard " + PlacementCoordinator.coordinator(c.live()) + " is live again", Arrays.toString(c.live()));
       switch (h.outcome()) {
         case REPLACED -> LOG.warnf("failover: %s", h.detail());
         case REHOMED -> LOG.infof("failover: %s", h.detail());
         case FAILED -> LOG.warnf("failover: %s; version %d stays active", h.detail(), h.active().version());
         default -> {}
       }
-      if (h.outcome() != Outcome.UNCHANGED)
+      if (h.outcome() != Outcome.UNCHANGED && h.outcome() != Outcome.FOLLOWING)
         registry.counter("moemesh_expert_balancer_rounds_total", "outcome", h.outcome().name().toLowerCase()).increment();
     } catch (RuntimeException e) {
       LOG.error("failover: heartbeat failed", e); // the next one tries again
@@ -128,12 +140,12 @@ public class BalancerLoop {
       if (coordinator() == null) return;
       Round r = coordinator.round();
       if (!Double.isNaN(r.balancedness())) measured = r;
-      registry.counter("moemesh_expert_balancer_rounds_total", "outcome", r.outcome().name().toLowerCase()).increment();
+      if (r.outcome() != Outcome.FOLLOWING) registry.counter("moemesh_expert_balancer_rounds_total", "outcome", r.outcome().name().toLowerCase()).increment();
       switch (r.outcome()) {
         case PUBLISHED, REPAIRED -> LOG.infof("balancer: %s (tokens per shard %s)", r.detail(), Arrays.toString(r.shardTokens()));
         case FAILED -> LOG.warnf("balancer: %s; version %d stays active", r.detail(), r.active().version());
         case UNCHANGED -> LOG.debugf("balancer: unchanged, %s", r.detail());
-        case DEGRADED, REPLACED, REHOMED -> LOG.debugf("balancer: not moving experts, %s", r.detail());
+        case DEGRADED, REPLACED, REHOMED, FOLLOWING -> LOG.debugf("balancer: not moving experts, %s", r.detail());
         case SETTLING -> LOG.debugf("balancer: waiting, %s", r.detail());
         case SKIPPED -> {
           if (!r.detail().equals(lastSkip)) LOG.warnf("balancer: round skipped: %s", r.detail());

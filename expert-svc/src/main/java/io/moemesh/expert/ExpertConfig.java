@@ -50,8 +50,8 @@ public interface ExpertConfig {
   int loadWindow();
 
   /**
-   * Every routed shard's gRPC address (host:port), in shard order, this one included: the balancer's and the
-   * failover's shards (on shard 0), and where a restarted shard finds the placement to resume.
+   * Every routed shard's gRPC address (host:port), in shard order, this one included: the failover's heartbeats (on
+   * every routed shard) and the balancer's shards, and where a restarted shard finds the placement to resume.
    */
   Optional<List<String>> peers();
 
@@ -59,10 +59,13 @@ public interface ExpertConfig {
 
   Failover failover();
 
-  /** Losing a routed shard, watched by routed shard 0 over {@link #peers()} (docs/experts.md, "Losing a shard"). */
+  /**
+   * Losing a routed shard, watched by every routed shard over {@link #peers()}; the lowest-numbered live one coordinates
+   * (docs/experts.md, "Losing a shard").
+   */
   interface Failover {
     /**
-     * How often shard 0 asks every routed shard for Info; a shard that misses {@link #misses()} in a row is lost and
+     * How often this shard asks every routed shard for Info; a shard that misses {@link #misses()} in a row is lost and
      * its slots are hosted on the live shards, until it answers again. 0: no failover (a lost shard's experts wait
      * for it). Each heartbeat's deadline is twice this, at least 2 s (a dead process refuses at once; the
      * deadline is for a hung one). A shard counts as lost only once it has answered: one still loading is starting.

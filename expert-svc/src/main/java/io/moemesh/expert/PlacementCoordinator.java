@@ -19,7 +19,8 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 
 /**
- * Live rebalancing: one {@link #round()} per balancer interval, on routed shard 0, over every routed shard.
+ * Live rebalancing: one {@link #round()} per balancer interval, by the coordinating shard (routed shard 0 while
+ * every shard is live), over every routed shard.
  * <pre>
  *   Info from every shard ── a shard's newest prepared version ≠ the active one ──▶ target: the active slots (repair)
  *   Load from every shard ── a version older than the active one used within `settle` ──▶ SETTLING
@@ -37,8 +38,10 @@ import java.util.concurrent.Future;
  * balancer that restarted (shard 0) knows only its starting placement: it resumes the newest placement a shard has
  * prepared (Info's prepared_placement), so a restart does not undo the balancing.
  *
- * <p>Failover, one {@link #heartbeat()} per heartbeat interval (more often than rounds):
+ * <p>Failover, one {@link #heartbeat()} per heartbeat interval (more often than rounds), on every routed shard:
  * <pre>
+ *   Info from every shard, at once ── a peer publishes a newer active placement ──▶ adopted as this shard's active
+ *   the lowest-numbered live shard in this view? ── no ──▶ FOLLOWING (watch only)
  *   Info from every shard ── {@code misses} in a row ──▶ lost ──▶ ShardFailover.hosts: its slots hosted on live shards
  *                        └─ a lost shard answers again ──▶ back ──▶ ShardFailover.hosts: its slots home again
  *   new hosts, at a version never prepared before ── Prepare on every live shard ── all answered ──▶ active (REPLACED | REHOMED)
@@ -48,10 +51,18 @@ import java.util.concurrent.Future;
  * loads the lost shard's slots it now hosts from the model files, so results stay the same bits. While a shard is
  * lost or its slots are away from home, rounds do not move experts (DEGRADED).
  *
+ * <p>No single coordinator: every shard runs the heartbeats, and the lowest-numbered live shard in its own view
+ * coordinates (shard 0 while it answers; shard 1 once shard 0 is lost; a restarted shard 0 takes over again as soon
+ * as it answers, and brings every slot home). Every shard keeps the newest placement any peer published, so the one
+ * that takes over starts from what the replicas use. Under a split view two shards may both coordinate for a while;
+ * it stays safe because each publishes only what every shard it sees live has prepared, versions never repeat on a
+ * shard (Prepare refuses a version not above its newest, so two coordinators racing for one version cannot both
+ * win; the loser tries a higher one at its next heartbeat), and replicas follow the highest published version.
+ *
  * <p>Not thread-safe: one thread runs the rounds; {@link #active()} may be read from any thread.
  */
 final class PlacementCoordinator {
-  enum Outcome { PUBLISHED, REPAIRED, UNCHANGED, SETTLING, SKIPPED, FAILED, REPLACED, REHOMED, DEGRADED }
+  enum Outcome { PUBLISHED, REPAIRED, UNCHANGED, SETTLING, SKIPPED, FAILED, REPLACED, REHOMED, DEGRADED, FOLLOWING }
 
   /**
    * What a round did (SKIPPED: a shard did not answer or answered nonsense; SETTLING: replicas still use an older
@@ -71,13 +82,16 @@ final class PlacementCoordinator {
   /**
    * What a heartbeat found and did: the shards just lost (each with why it missed) and just back, by index; the
    * placement active after it; UNCHANGED, REPLACED (slots of lost shards hosted on live ones), REHOMED (slots back
-   * home) or FAILED (a live shard did not prepare the new hosts: the next heartbeat tries again).
+   * home), FAILED (a live shard did not prepare the new hosts: the next heartbeat tries again) or FOLLOWING (a lower
+   * live shard coordinates); the detail names a placement adopted from a peer.
    */
   record Heartbeat(Outcome outcome, Placement active, java.util.Map<Integer, String> lost, List<Integer> back, String detail) {}
 
   private final List<ShardClient> shards;
   private final Policy policy;
   private final ShardLiveness liveness;
+  private final int self; // this shard's index
+  private volatile boolean coordinating; // this shard is the lowest-numbered live one in its view (shard 0 until a heartbeat says otherwise)
   private volatile Placement active;
   private long newestVersion; // the highest version any shard holds or was asked to prepare: never reused
   private boolean fresh = true; // no round has got to a decision yet: the shards may hold a newer placement than `active`
@@ -87,11 +101,17 @@ final class PlacementCoordinator {
    * @param initial the placement the shards start with (version 0)
    */
   PlacementCoordinator(List<ShardClient> shards, Placement initial, Policy policy) {
-    this(shards, initial, policy, 3);
+    this(shards, initial, policy, 3, 0);
   }
 
-  /** @param misses heartbeats in a row a shard may miss before it counts as lost */
-  PlacementCoordinator(List<ShardClient> shards, Placement initial, Policy policy, int misses) {
+  /**
+   * @param misses heartbeats in a row a shard may miss before it counts as lost
+   * @param self the index of the shard this coordinator runs on
+   */
+  PlacementCoordinator(List<ShardClient> shards, Placement initial, Policy policy, int misses, int self) {
+    if (self < 0 || self >= shards.size()) throw new IllegalArgumentException("shard " + self + " of " + shards.size());
+    this.self = self;
+    this.coordinating = self == 0;
     if (shards.size() != initial.numShards())
       throw new IllegalArgumentException(shards.size() + " shards to coordinate, the placement spans " + initial.numShards());
     this.shards = List.copyOf(shards);
@@ -106,36 +126,69 @@ final class PlacementCoordinator {
     return active;
   }
 
+  /** [shard] whether it counts as live in this shard's heartbeats' view. */
+  boolean[] live() {
+    return liveness.live();
+  }
+
   /** Routed shards that count as live (heartbeats' view). */
   int liveShards() {
     return liveness.numLive();
   }
 
-  /** Asks every shard for Info; hosts the slots of shards just lost on live ones, and brings those of shards back home. */
+  /**
+   * Asks every shard for Info at once; adopts a newer placement a peer published; when this shard coordinates (the
+   * lowest-numbered live shard in this view), hosts the slots of lost shards on live ones and brings those of shards
+   * back home. A shard that does not coordinate only watches, so it can take over from the placement the mesh uses.
+   */
   Heartbeat heartbeat() {
-    Placement current = active;
+    ExpertServiceInfo[] infos = new ExpertServiceInfo[shards.size()];
+    String[] misses = new String[shards.size()];
+    try (var calls = Executors.newVirtualThreadPerTaskExecutor()) { // a hung shard costs one deadline, not one per shard
+      List<Future<ExpertServiceInfo>> answers = new ArrayList<>();
+      for (ShardClient shard : shards) answers.add(calls.submit(shard::heartbeat));
+      for (int s = 0; s < shards.size(); s++) {
+        try {
+          infos[s] = answers.get(s).get();
+        } catch (ExecutionException e) {
+          misses[s] = message(e.getCause());
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          misses[s] = "interrupted";
+        }
+      }
+    }
     var lost = new java.util.TreeMap<Integer, String>();
     List<Integer> back = new ArrayList<>();
+    String adopted = "";
     for (int s = 0; s < shards.size(); s++) {
-      String miss;
-      try {
-        ExpertServiceInfo info = shards.get(s).heartbeat();
+      ExpertServiceInfo info = infos[s];
+      if (info != null && (info.getRole() != ExpertRole.EXPERT_ROLE_ROUTED || info.getShard() != s))
+        misses[s] = "answered as " + info.getRole() + " shard " + info.getShard();
+      boolean answered = misses[s] == null || s == self; // this shard runs this code: it is live in its own view
+      if (answered && info != null) {
         newestVersion = Math.max(newestVersion, info.getPlacementVersion());
-        miss = info.getRole() == ExpertRole.EXPERT_ROLE_ROUTED && info.getShard() == s ? null
-            : "answered as " + info.getRole() + " shard " + info.getShard();
-      } catch (RuntimeException e) {
-        miss = message(e);
+        if (info.hasActivePlacement()) {
+          newestVersion = Math.max(newestVersion, info.getActivePlacement().getVersion());
+          Placement published = resumable(info.getActivePlacement(), active);
+          if (published != null && s != self) {
+            active = published;
+            adopted = "adopted version " + published.version() + " published by " + shards.get(s).name();
+          }
+        }
       }
-      switch (liveness.record(s, miss == null)) {
-        case LOST -> lost.put(s, miss);
+      switch (liveness.record(s, answered)) {
+        case LOST -> lost.put(s, misses[s]);
         case BACK -> back.add(s);
         case NONE -> {}
       }
     }
+    Placement current = active;
     boolean[] live = liveness.live();
-    if (liveness.numLive() == 0) return new Heartbeat(Outcome.FAILED, current, lost, back, "no routed shard answers");
+    coordinating = coordinator(live) == self;
+    if (!coordinating) return new Heartbeat(Outcome.FOLLOWING, current, lost, back, adopted);
     int[] hosts = ShardFailover.hosts(current, live);
-    if (Arrays.equals(hosts, current.slotToShard())) return new Heartbeat(Outcome.UNCHANGED, current, lost, back, "");
+    if (Arrays.equals(hosts, current.slotToShard())) return new Heartbeat(Outcome.UNCHANGED, current, lost, back, adopted);
     Placement target = current.hostedOn(hosts, newestVersion + 1);
     newestVersion = target.version();
     long start = System.nanoTime();
@@ -146,7 +199,18 @@ final class PlacementCoordinator {
     String where = target.isHome() ? "every slot on its home shard"
         : "slots hosted " + Arrays.toString(hosts) + " (slot → shard; lost: " + lostShards(live) + ")";
     return new Heartbeat(target.isHome() ? Outcome.REHOMED : Outcome.REPLACED, target, lost, back, String.format(
-        "version %d: %s, prepared on the live shards in %.2f s", target.version(), where, (System.nanoTime() - start) / 1e9));
+        "version %d: %s, prepared on the live shards by shard %d in %.2f s", target.version(), where, self, (System.nanoTime() - start) / 1e9));
+  }
+
+  /** Whether this shard coordinates: it is the lowest-numbered live shard in its heartbeats' view. */
+  boolean coordinating() {
+    return coordinating;
+  }
+
+  /** The coordinator every shard with this view agrees on: the lowest-numbered live shard. */
+  static int coordinator(boolean[] live) {
+    for (int s = 0; s < live.length; s++) if (live[s]) return s;
+    return -1;
   }
 
   private static List<Integer> lostShards(boolean[] live) {
@@ -157,6 +221,7 @@ final class PlacementCoordinator {
 
   Round round() {
     Placement current = active;
+    if (!coordinating) return stopped(Outcome.FOLLOWING, current, "shard " + coordinator(liveness.live()) + " coordinates");
     if (!liveness.allLive() || !current.isHome()) // the heartbeats move slots until every shard is back
       return stopped(Outcome.DEGRADED, current, "routed shards " + lostShards(liveness.live()) + " are lost or their slots are away from home");
     boolean repair = false;

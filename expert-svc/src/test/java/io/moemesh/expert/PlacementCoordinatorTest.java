@@ -294,12 +294,159 @@ class PlacementCoordinatorTest {
 
     @Test
     void aShardAnsweringAsAnotherCountsAsMissing() {
-      coordinator = new PlacementCoordinator(new ArrayList<>(shards), INITIAL, POLICY, 1);
+      coordinator = new PlacementCoordinator(new ArrayList<>(shards), INITIAL, POLICY, 1, 0);
       coordinator.heartbeat();
       shards.get(1).answersAs = 0; // another process took shard 1's address: it answers as shard 0
       var h = coordinator.heartbeat();
       assertThat(h.lost()).containsOnlyKeys(1);
       assertThat(h.lost().get(1)).contains("answered as EXPERT_ROLE_ROUTED shard 0");
+    }
+  }
+
+  /**
+   * No single coordinator: each shard runs its own coordinator over every shard; the lowest-numbered live shard in
+   * its view coordinates, the others follow the placement it publishes and take over when it is lost.
+   */
+  @Nested
+  class Succession {
+    PlacementCoordinator onShard1;
+    Cut shard0SeenFromShard1;
+
+    @BeforeEach
+    void twoCoordinators() {
+      shards.get(0).publishes = () -> coordinator.active();
+      shard0SeenFromShard1 = new Cut(shards.get(0));
+      onShard1 = new PlacementCoordinator(List.of(shard0SeenFromShard1, shards.get(1)), INITIAL, POLICY, 3, 1);
+      shards.get(1).publishes = () -> onShard1.active();
+    }
+
+    PlacementCoordinator.Heartbeat beat(PlacementCoordinator c) {
+      var h = c.heartbeat();
+      assertThat(h.active()).isSameAs(c.active());
+      return h;
+    }
+
+    @Test
+    void shard1FollowsShard0AndAdoptsWhatItPublishes() {
+      beat(coordinator);
+      assertThat(beat(onShard1).outcome()).isEqualTo(Outcome.FOLLOWING);
+      assertThat(onShard1.coordinating()).isFalse();
+      assertThat(onShard1.round().outcome()).as("only the coordinator balances").isEqualTo(Outcome.FOLLOWING);
+      skew(1000);
+      assertThat(round().outcome()).isEqualTo(Outcome.PUBLISHED);
+      var h = beat(onShard1);
+      assertThat(h.detail()).contains("adopted version 1 published by shard 0");
+      assertThat(onShard1.active()).isEqualTo(coordinator.active());
+      assertThat(shards.get(1).prepared).extracting(PlacementTable::getVersion).as("a follower prepares nothing").containsExactly(1L);
+    }
+
+    @Test
+    void whenShard0IsLostShard1TakesOverAndARestartedShard0TakesBackAndBringsItsSlotsHome() {
+      skew(1000);
+      beat(coordinator);
+      round(); // version 1, published by shard 0
+      beat(onShard1); // shard 1 adopts it
+      shards.get(0).down = true; // kill -9 of shard 0, which coordinated
+      assertThat(beat(onShard1).outcome()).isEqualTo(Outcome.FOLLOWING);
+      assertThat(beat(onShard1).outcome()).isEqualTo(Outcome.FOLLOWING);
+      var h = beat(onShard1);
+      assertThat(h.lost()).containsOnlyKeys(0);
+      assertThat(onShard1.coordinating()).isTrue();
+      assertThat(h.outcome()).as(h.detail()).isEqualTo(Outcome.REPLACED);
+      Placement replaced = onShard1.active();
+      assertThat(replaced.version()).isEqualTo(2);
+      assertThat(replaced.slotToShard()).containsOnly(1);
+      assertThat(PlacementTables.sameSlots(replaced.hostedOn(INITIAL.slotToShard(), 1), shards.get(0).newest().hostedOn(INITIAL.slotToShard(), 1)))
+          .as("the slot maps of the placement the replicas used (version 1), not the starting one").isTrue();
+      assertThat(shards.get(1).holdsAllOf(replaced)).isTrue();
+
+      // shard 0 restarts: it resumes the newest placement its peers prepared and starts a fresh coordinator from it
+      FakeShard restarted = shards.get(0);
+      restarted.down = false;
+      restarted.previous = null;
+      restarted.newest = shards.get(1).newest();
+      coordinator = new PlacementCoordinator(new ArrayList<>(shards), restarted.newest(), POLICY, 3, 0);
+      assertThat(beat(onShard1).outcome()).as("shard 0 answers again: shard 1 steps back").isEqualTo(Outcome.FOLLOWING);
+      assertThat(onShard1.coordinating()).isFalse();
+      h = beat(coordinator);
+      assertThat(h.outcome()).as(h.detail()).isEqualTo(Outcome.REHOMED);
+      assertThat(coordinator.active().version()).isEqualTo(3);
+      assertThat(coordinator.active().isHome()).isTrue();
+      for (FakeShard s : shards) assertThat(s.holdsAllOf(coordinator.active())).as("shard %d", s.index).isTrue();
+      beat(onShard1);
+      assertThat(onShard1.active()).isEqualTo(coordinator.active());
+    }
+
+    @Test
+    void underASplitViewBothMayCoordinateButVersionsNeverRepeatAndEachPublishedPlacementIsHeldWhereItSendsFrames() {
+      beat(coordinator);
+      beat(onShard1);
+      shard0SeenFromShard1.cut = true; // shard 1 cannot reach shard 0; shard 0 still reaches shard 1
+      for (int i = 0; i < 3; i++) beat(onShard1);
+      assertThat(onShard1.coordinating()).isTrue();
+      Placement byShard1 = onShard1.active();
+      assertThat(byShard1.version()).isEqualTo(1);
+      assertThat(byShard1.slotToShard()).containsOnly(1);
+      assertThat(shards.get(1).holdsAllOf(byShard1)).isTrue();
+      var h = beat(coordinator); // shard 0 adopts the higher version shard 1 published, and brings its slots home
+      assertThat(h.outcome()).as(h.detail()).isEqualTo(Outcome.REHOMED);
+      assertThat(coordinator.active().version()).isEqualTo(2);
+      for (FakeShard s : shards) assertThat(s.holdsAllOf(coordinator.active())).as("shard %d", s.index).isTrue();
+      assertThat(beat(onShard1).outcome()).as("shard 1's view has not changed: nothing to do").isEqualTo(Outcome.UNCHANGED);
+      assertThat(shards.get(1).prepared).extracting(PlacementTable::getVersion).as("each shard's versions rise").containsExactly(1L, 2L);
+      shard0SeenFromShard1.cut = false; // healed: shard 1 adopts version 2 and steps back
+      assertThat(beat(onShard1).outcome()).isEqualTo(Outcome.FOLLOWING);
+      assertThat(onShard1.active()).isEqualTo(coordinator.active());
+    }
+
+    @Test
+    void aCoordinatorNeverReusesAVersionAnotherPreparedOnAShard() {
+      beat(coordinator);
+      beat(onShard1);
+      shard0SeenFromShard1.cut = true;
+      for (int i = 0; i < 2; i++) beat(onShard1);
+      // meanwhile shard 0, which shard 1 no longer sees, prepared version 1 (a repair) on shard 1
+      shards.get(1).prepare(PlacementTables.toProto(INITIAL.withVersion(1)));
+      var h = beat(onShard1);
+      assertThat(h.outcome()).as(h.detail()).isEqualTo(Outcome.REPLACED);
+      assertThat(onShard1.active().version()).as("it read version 1 on shard 1 and took the next").isEqualTo(2);
+    }
+  }
+
+  /** A shard as one peer sees it: {@code cut} makes every call fail, as a network partition between those two would. */
+  static final class Cut implements ShardClient {
+    final ShardClient shard;
+    volatile boolean cut;
+
+    Cut(ShardClient shard) {
+      this.shard = shard;
+    }
+
+    private void check() {
+      if (cut) throw new IllegalStateException(shard.name() + " is unreachable from here");
+    }
+
+    @Override
+    public String name() {
+      return shard.name();
+    }
+
+    @Override
+    public ExpertServiceInfo info() {
+      check();
+      return shard.info();
+    }
+
+    @Override
+    public ExpertLoadReport load() {
+      check();
+      return shard.load();
+    }
+
+    @Override
+    public PrepareResponse prepare(PlacementTable placement) {
+      check();
+      return shard.prepare(placement);
     }
   }
 
@@ -317,6 +464,7 @@ class PlacementCoordinatorTest {
     List<PlacementInUse> inUse = List.of();
     boolean down, failPrepare;
     int answersAs;
+    java.util.function.Supplier<Placement> publishes = () -> null; // the coordinator on this shard, if any: its active placement
 
     FakeShard(int index) {
       this.index = index;
@@ -353,8 +501,11 @@ class PlacementCoordinatorTest {
     @Override
     public ExpertServiceInfo info() {
       if (down) throw new IllegalStateException(name() + " is down");
-      return ExpertServiceInfo.newBuilder().setRole(ExpertRole.EXPERT_ROLE_ROUTED).setShard(answersAs).setNumShards(SHARDS)
-          .setPlacementVersion(newest.version()).setPreparedPlacement(PlacementTables.toProto(newest)).build();
+      var b = ExpertServiceInfo.newBuilder().setRole(ExpertRole.EXPERT_ROLE_ROUTED).setShard(answersAs).setNumShards(SHARDS)
+          .setPlacementVersion(newest.version()).setPreparedPlacement(PlacementTables.toProto(newest));
+      Placement published = publishes.get();
+      if (published != null) b.setActivePlacement(PlacementTables.toProto(published));
+      return b.build();
     }
 
     @Override

@@ -152,10 +152,17 @@ public class OpenAiRoutes {
         });
   }
 
-  /** Null if the request may proceed (and now counts as in flight), else the 429/503 to answer. */
+  /**
+   * Null if the request may proceed (and now counts as in flight), else the answer: 503 with no decode replica reachable;
+   * 429 when every decode replica reports its KV cache nearly full, or with {@code max-in-flight} generations running.
+   */
   private ApiError admit() {
     if (!replicas.anyDecodeReachable()) {
       return ApiError.unavailable("No decode replica is reachable; retry later", config.retryAfter());
+    }
+    if (!replicas.anyDecodeHasKvRoom()) { // a stream admitted now would wait inside a full replica, unbounded
+      return ApiError.saturated(String.format("The mesh is out of KV cache room: every decode replica is at least %.0f%% full (the"
+          + " emptiest %.0f%%); retry later", Replicas.KV_NEARLY_FULL * 100, replicas.leastDecodeKvUsage() * 100), config.retryAfter());
     }
     int now = inFlight.incrementAndGet();
     if (now > config.maxInFlight()) {

@@ -134,7 +134,7 @@ public class Replicas {
    */
   static Optional<Replica> leastLoaded(List<Replica> replicas, RandomGenerator random) {
     List<Replica> live = routable(replicas);
-    List<Replica> roomy = live.stream().filter(r -> r.load().getKvCacheUsage() < KV_NEARLY_FULL).toList();
+    List<Replica> roomy = live.stream().filter(Replicas::hasKvRoom).toList();
     List<Replica> pool = roomy.isEmpty() ? live : roomy;
     if (pool.size() <= 1) return pool.stream().findFirst();
     int i = random.nextInt(pool.size()), j = random.nextInt(pool.size() - 1);
@@ -144,6 +144,24 @@ public class Replicas {
 
   boolean anyDecodeReachable() {
     return !routable(decode).isEmpty();
+  }
+
+  /** Whether a decode replica's last report leaves room for a new stream's KV (usage below {@link #KV_NEARLY_FULL}). */
+  static boolean hasKvRoom(Replica r) {
+    return r.load().getKvCacheUsage() < KV_NEARLY_FULL;
+  }
+
+  /**
+   * Whether some routable decode replica has KV room. When none has, a new stream would only wait inside a replica for
+   * others to finish, with no bound the gateway can see: admission answers 429 instead.
+   */
+  boolean anyDecodeHasKvRoom() {
+    return routable(decode).stream().anyMatch(Replicas::hasKvRoom);
+  }
+
+  /** The lowest KV usage the routable decode replicas report, for the refusal's message. */
+  double leastDecodeKvUsage() {
+    return routable(decode).stream().mapToDouble(r -> r.load().getKvCacheUsage()).min().orElse(Double.NaN);
   }
 
   List<Replica> all() {

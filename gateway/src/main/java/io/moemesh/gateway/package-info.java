@@ -3,8 +3,9 @@
  *
  * <p><b>A request's life</b>, written down once:
  * <pre>
- *   HTTP POST ─▶ {@link io.moemesh.gateway.OpenAiRoutes}: API key, the mesh's own request id, admission (429 over
- *                max-in-flight, 503 without a reachable decode replica)
+ *   HTTP POST ─▶ {@link io.moemesh.gateway.OpenAiRoutes}: API key, the mesh's own request id, admission (429 when
+ *                every decode replica reports its KV cache nearly full or over max-in-flight, 503 without a
+ *                reachable decode replica)
  *   worker    ─▶ {@link io.moemesh.gateway.RequestParser} (400 naming the field; sampling ranges and messages from
  *                the model's SamplingParams) ─▶ {@link io.moemesh.gateway.Preparer} (404 for another model, chat
  *                template, tokenization, prompt + max_tokens against the context) ─▶ {@link io.moemesh.gateway.PromptQueue}

@@ -264,6 +264,25 @@ class ErrorsTest {
     Api.awaitReady();
   }
 
+  /** Every decode replica reports its KV cache nearly full: a fast 429 with Retry-After, not a 503 or a silent wait. */
+  @Test
+  void withNoDecodeReplicaHavingKvRoomANewRequestIs429WithRetryAfterAndServedOnceThereIsRoom() {
+    FakeMesh.decodeKvUsage = 0.97;
+    try {
+      await().atMost(Duration.ofSeconds(5)).pollInterval(Duration.ofMillis(100))
+          .until(() -> post("/v1/chat/completions", null, chat("hi")).statusCode() == 429);
+      post("/v1/chat/completions", null, chat("hi")).then().statusCode(429).header("Retry-After", equalTo("1"))
+          .body("error.type", equalTo("rate_limit_error"))
+          .body("error.message", containsString("out of KV cache room")).body("error.message", containsString("97%"));
+      post("/v1/completions", null, completion("hi")).then().statusCode(429);
+      given().get("/q/health/ready").then().statusCode(200); // full is busy, not down
+    } finally {
+      FakeMesh.decodeKvUsage = 0.1;
+    }
+    await().atMost(Duration.ofSeconds(5)).pollInterval(Duration.ofMillis(100))
+        .until(() -> post("/v1/chat/completions", null, chat("hi")).statusCode() == 200);
+  }
+
   private static void expect400(ObjectNode body, String param, String message) {
     post("/v1/chat/completions", null, body).then().statusCode(400)
         .body("error.type", equalTo("invalid_request_error")).body("error.param", equalTo(param))

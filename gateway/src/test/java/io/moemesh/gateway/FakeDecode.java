@@ -78,7 +78,7 @@ public class FakeDecode extends DecodeGrpc.DecodeImplBase {
 
   @Override
   public void load(LoadReportRequest request, StreamObserver<LoadReport> responses) {
-    answerLoad(responses, LoadReport.newBuilder().setKvCacheUsage(0.1).setNumRunning(1).setMaxModelLen(512).build());
+    answerLoad(responses, LoadReport.newBuilder().setKvCacheUsage(FakeMesh.decodeKvUsage).setNumRunning(1).setMaxModelLen(512).build());
   }
 
   static void answerLoad(StreamObserver<LoadReport> responses, LoadReport report) {

@@ -29,6 +29,8 @@ final class FakeMesh {
   private static final ConcurrentLinkedQueue<Call> CALLS = new ConcurrentLinkedQueue<>();
   static volatile boolean loadUnavailable;
   static volatile boolean prefillLoadUnavailable;
+  /** The KV cache usage the fake decode replica reports in Load. */
+  static volatile double decodeKvUsage = 0.1;
 
   private FakeMesh() {}
 

@@ -30,11 +30,13 @@ import org.eclipse.microprofile.config.ConfigProvider;
 import org.jboss.logging.Logger;
 
 /**
- * Keeps this engine (decode or prefill replica) on the placement the experts' balancer publishes (routed shard 0's
- * {@code ExpertServiceInfo.active_placement}): every {@code moemesh.experts.placement-poll} (1s) it asks shard 0,
- * on its own thread, never the engine's, and hands a newer placement to {@link DispatchingExperts}, which switches
- * at the next forward pass. The shards keep the previous placement's experts until the balancer's next change,
- * so a step under way finishes on the old version; results are the same bits under any placement.
+ * Keeps this engine (decode or prefill replica) on the placement the experts' coordinator publishes
+ * ({@code ExpertServiceInfo.active_placement}): every {@code moemesh.experts.placement-poll} (1s) it asks every routed
+ * shard at once (the coordinator is the lowest-numbered live shard, so a lost shard 0 leaves it reachable), off the
+ * engine's thread, and hands the highest newer version any shard publishes to {@link DispatchingExperts}, which
+ * switches at the next forward pass. A shard that does not answer (dead or hung) delays no other's answer. The
+ * shards keep the previous placement's experts until the balancer's next change, so a step under way finishes on the
+ * old version; results are the same bits under any placement.
  * Metric: {@code moemesh_expert_placement_version} (the version the next forward pass uses).
  */
 @ApplicationScoped
@@ -43,7 +45,7 @@ public class PlacementWatcher {
   @Inject EngineHost host;
   @Inject MeterRegistry registry;
   private ScheduledExecutorService timer;
-  private ManagedChannel shard0;
+  private java.util.List<ManagedChannel> shards = java.util.List.of();
   private String refused = ""; // why the published placement was last refused, to say so once
 
   void start(@Observes StartupEvent event) {
@@ -51,7 +53,7 @@ public class PlacementWatcher {
     ExpertsSettings experts = ExpertsSettings.fromConfig(key -> config.getOptionalValue(key, String.class));
     if (!experts.routedRemote()) return;
     Duration poll = config.getOptionalValue("moemesh.experts.placement-poll", Duration.class).orElse(Duration.ofSeconds(1));
-    shard0 = channel(experts.shards().getFirst());
+    shards = experts.shards().stream().map(PlacementWatcher::channel).toList();
     Gauge.builder("moemesh_expert_placement_version", host,
         h -> h.dispatchingExperts().map(d -> (double) d.placement().version()).orElse(Double.NaN))
         .description("Placement version of the routed experts the next forward pass uses").register(registry);
@@ -61,23 +63,40 @@ public class PlacementWatcher {
 
   void stop(@Observes ShutdownEvent event) {
     if (timer != null) timer.shutdownNow();
-    if (shard0 != null) shard0.shutdownNow();
+    shards.forEach(ManagedChannel::shutdownNow);
   }
 
   private void poll(Duration deadline) {
+    DispatchingExperts experts = host.dispatchingExperts().orElse(null);
+    if (experts == null) return; // still loading
+    for (ManagedChannel shard : shards)
+      ExpertsGrpc.newStub(shard).withDeadlineAfter(Math.max(deadline.toMillis(), 1000), TimeUnit.MILLISECONDS)
+          .info(InfoRequest.getDefaultInstance(), new io.grpc.stub.StreamObserver<>() {
+            @Override
+            public void onNext(ExpertServiceInfo info) {
+              offer(experts, info);
+            }
+
+            @Override
+            public void onError(Throwable t) {
+              shard.resetConnectBackoff(); // a restarted shard is asked at once next time
+              LOG.debugf("experts: a routed shard did not answer Info: %s", t.getMessage());
+            }
+
+            @Override
+            public void onCompleted() {}
+          });
+  }
+
+  /** Switches to the placement {@code info} publishes if it is newer than the one in use (answers arrive on gRPC threads). */
+  private synchronized void offer(DispatchingExperts experts, ExpertServiceInfo info) {
     try {
-      DispatchingExperts experts = host.dispatchingExperts().orElse(null);
-      if (experts == null) return; // still loading
-      ExpertServiceInfo info = ExpertsGrpc.newBlockingStub(shard0).withDeadlineAfter(Math.max(deadline.toMillis(), 1000), TimeUnit.MILLISECONDS)
-          .info(InfoRequest.getDefaultInstance());
       Placement current = experts.placement();
       newer(info, current).ifPresent(next -> {
         experts.usePlacement(next);
-        LOG.infof("experts: placement version %d from the next step on (was %d)", next.version(), current.version());
+        LOG.infof("experts: placement version %d from the next step on (was %d; published by routed shard %d)", next.version(),
+            current.version(), info.getShard());
       });
-    } catch (StatusRuntimeException e) {
-      shard0.resetConnectBackoff();
-      LOG.debugf("experts: shard 0 did not answer Info: %s", e.getStatus());
     } catch (IllegalArgumentException e) {
       if (!refused.equals(e.getMessage())) LOG.warnf("experts: the published placement does not fit this engine: %s", e.getMessage());
       refused = e.getMessage();
@@ -96,23 +115,26 @@ public class PlacementWatcher {
   }
 
   /**
-   * Asks routed shard 0 once for the placement its balancer publishes (a replica starting after a rebalance
-   * begins with it); empty if it publishes none or does not answer (then the poll catches up).
+   * Asks every routed shard once for the placement published (a replica starting after a rebalance or a failover
+   * begins with it): the highest version any publishes; empty if none publishes or answers (then the poll catches up).
    */
   public static Optional<Placement> active(ExpertsSettings settings, ModelConfig model) {
-    ManagedChannel channel = channel(settings.shards().getFirst());
-    try {
-      ExpertServiceInfo info = ExpertsGrpc.newBlockingStub(channel).withDeadlineAfter(10, TimeUnit.SECONDS).info(InfoRequest.getDefaultInstance());
-      if (!info.hasActivePlacement()) return Optional.empty();
-      Placement start = ExpertWeights.initialPlacement(model, settings.shards().size(), settings.redundantSlots());
-      return Optional.of(fitting(info.getActivePlacement(), start.numLayers(), start));
-    } catch (StatusRuntimeException e) {
-      LOG.warnf("experts: routed shard 0 at %s did not say its placement (%s); starting on the initial one", settings.shards().getFirst(),
-          e.getStatus());
-      return Optional.empty();
-    } finally {
-      channel.shutdownNow();
+    Placement start = ExpertWeights.initialPlacement(model, settings.shards().size(), settings.redundantSlots());
+    Optional<Placement> newest = Optional.empty();
+    for (String address : settings.shards()) {
+      ManagedChannel channel = channel(address);
+      try {
+        ExpertServiceInfo info = ExpertsGrpc.newBlockingStub(channel).withDeadlineAfter(10, TimeUnit.SECONDS).info(InfoRequest.getDefaultInstance());
+        if (info.hasActivePlacement() && info.getActivePlacement().getVersion() > newest.map(Placement::version).orElse(-1L))
+          newest = Optional.of(fitting(info.getActivePlacement(), start.numLayers(), start));
+      } catch (StatusRuntimeException e) {
+        LOG.warnf("experts: routed shard at %s did not say its placement (%s)", address, e.getStatus());
+      } finally {
+        channel.shutdownNow();
+      }
     }
+    if (newest.isEmpty()) LOG.warnf("experts: no routed shard published a placement; starting on the initial one");
+    return newest;
   }
 
   /** {@code table} as a placement over {@code numLayers} layer ids, checked against {@code like}'s shape. */

@@ -33,7 +33,9 @@ import java.util.concurrent.TimeoutException;
  * coordinator hosts a lost shard's slots on live shards) — retried every half second until the step deadline,
  * then the step fails with a message that starts with {@value #SHARD_LOSS} and names the shard. A step that
  * failed so on a placement fails at once on its next tries while that placement stays (the engine runs the step's
- * requests again one by one: each would wait the deadline again), until a newer placement arrives.
+ * requests again one by one: each would wait the deadline again), until a newer placement arrives. A shard that
+ * stops answering without failing (a hung process) is given up as soon as a newer placement hosts nothing on it, not
+ * after the layer timeout: the coordinator's heartbeats find a hung shard lost within seconds.
  */
 public final class DispatchingExperts implements ExpertBackend {
   /** The start of the message of a step that failed because no live shard held one of its experts. */
@@ -67,6 +69,8 @@ public final class DispatchingExperts implements ExpertBackend {
   private RuntimeException lastFailure;
   /** How long a failed shard is passed over (and how long a layer waits before trying it again). */
   private static final Duration DOWN_FOR = Duration.ofMillis(500);
+  /** How often a layer waiting on a routed shard looks whether a newer placement gave up on that shard. */
+  private static final Duration LOST_CHECK = Duration.ofMillis(50);
 
   /**
    * @param localShared the shared experts when they run next to attention, null when they are remote
@@ -196,7 +200,7 @@ public final class DispatchingExperts implements ExpertBackend {
     for (int s = 0; s < plans.length; s++) {
       if (plans[s] == null) continue;
       try {
-        place(k, y, await(calls[s], "routed shard " + s, layerId), plans[s].globalIndex, scratch);
+        place(k, y, awaitShard(calls[s], s, layerId), plans[s].globalIndex, scratch);
       } catch (ShardFailure e) {
         downUntil[s] = System.nanoTime() + DOWN_FOR.toNanos();
         lastFailure = e;
@@ -366,6 +370,43 @@ public final class DispatchingExperts implements ExpertBackend {
       plans[s] = new ShardPlan(globalIndex, tokens, tokenIndex, offsets);
     }
     return plans;
+  }
+
+  /**
+   * Waits for routed shard {@code shard}'s answer like {@link #await}, but gives up on it as soon as a newer placement
+   * hosts nothing on it: the coordinator found it lost (a hung process misses heartbeats long before the layer timeout),
+   * and the assignments go to where that placement hosts them.
+   */
+  private ExpertOutputs awaitShard(CompletableFuture<ExpertOutputs> call, int shard, int layerId) {
+    String who = "routed shard " + shard;
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (true) {
+      Placement newest = next;
+      if (newest != placement && !hostsAnything(newest, shard) && !call.isDone()) {
+        call.cancel(true);
+        throw new ShardFailure(who + " did not answer layer " + layerId + " and placement version " + newest.version()
+            + " hosts nothing on it (the experts' coordinator found it lost)", null);
+      }
+      long left = deadline - System.nanoTime();
+      try {
+        return call.get(Math.max(0, Math.min(left, LOST_CHECK.toNanos())), TimeUnit.NANOSECONDS);
+      } catch (TimeoutException e) {
+        if (left > LOST_CHECK.toNanos()) continue;
+        call.cancel(true);
+        throw new ShardFailure(who + " did not answer layer " + layerId + " within " + timeout.toMillis() + " ms", e);
+      } catch (ExecutionException e) {
+        Throwable cause = e.getCause();
+        throw new ShardFailure(who + " failed on layer " + layerId + ": " + cause.getMessage(), cause);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException("interrupted while waiting for " + who);
+      }
+    }
+  }
+
+  private static boolean hostsAnything(Placement p, int shard) {
+    for (int host : p.slotToShard()) if (host == shard) return true;
+    return false;
   }
 
   private ExpertOutputs await(CompletableFuture<ExpertOutputs> call, String who, int layerId) {
