@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Rebuilds the trained demo model from nothing: corpus → tokenizer → training → export → test fixtures.
 #   tools/train-demo/run.sh --seed S [--minutes M] [--out DIR]
-# Everything intermediate goes to tools/train-demo/build/ (not committed); the model to --out (default models/demo),
-# the engine's test fixtures to model/src/test/resources/io/moemesh/model/demo/. Needs Debian's python3 with torch,
+# Everything intermediate goes to tools/train-demo/build/ (not committed); the model to --out (default models/demo).
+# Only a run into models/demo replaces what the repository holds of it (tools/train-demo/loss.png and the engine's
+# test fixtures in model/src/test/resources/io/moemesh/model/demo/); a run elsewhere puts both beside its model. Needs Debian's python3 with torch,
 # numpy, regex and matplotlib (/usr/bin/python3) and a JDK 25 for bin/moemesh.
 set -euo pipefail
 
@@ -32,6 +33,11 @@ nice -n 5 "$PY" train.py --data "$BUILD" --tokenizer "$BUILD/tokenizer" --out "$
   --seed "$SEED" | tee "$BUILD/train.log"
 echo "== export"
 "$PY" export.py --ckpt "$BUILD/run/ckpt.pt" --tokenizer "$BUILD/tokenizer" --out "$OUT"
-cp "$BUILD/run/loss.png" "$HERE/loss.png"
-echo "== fixtures"
-"$PY" fixture.py --model "$OUT" --data "$BUILD" --out "$ROOT/model/src/test/resources/io/moemesh/model/demo"
+if [[ $OUT == "$(realpath -m "$ROOT/models/demo")" ]]; then
+  CURVE=$HERE/loss.png FIXTURES=$ROOT/model/src/test/resources/io/moemesh/model/demo
+else
+  CURVE=$OUT/loss.png FIXTURES=$OUT/test-fixtures
+fi
+cp "$BUILD/run/loss.png" "$CURVE"
+echo "== fixtures ($FIXTURES)"
+"$PY" fixture.py --model "$OUT" --data "$BUILD" --out "$FIXTURES"
