@@ -260,18 +260,9 @@ class RemoteExpertsTest {
         try {
           var transport = new InProcessExpertTransport(TinyModel.kernels(), experts(shards), null);
           var remote = new DispatchingExperts(transport, single, attention.localExperts(), true, Duration.ofSeconds(30), Duration.ofSeconds(20));
-          List<String> retried = new java.util.concurrent.CopyOnWriteArrayList<>(), failed = new java.util.concurrent.CopyOnWriteArrayList<>();
-          remote.onRetry(new DispatchingExperts.RetryListener() {
-            @Override
-            public void redispatched(int layerId, int assignments, String why) {
-              retried.add(why);
-            }
-
-            @Override
-            public void stepFailed(String why) {
-              failed.add(why);
-            }
-          });
+          var retries = new RecordedRetries();
+          remote.onRetry(retries);
+          List<String> retried = retries.retried, failed = retries.failed;
           int[] afterDeath = new int[1];
           transport.beforeDispatch = n -> {
             if (n == 20) transport.dead.add(1); // shard 1's process dies, for good
@@ -301,18 +292,9 @@ class RemoteExpertsTest {
           var transport = new InProcessExpertTransport(TinyModel.kernels(), experts(shards), null);
           // a layer timeout far beyond the test's patience: only the newer placement can end the wait
           var remote = new DispatchingExperts(transport, single, attention.localExperts(), true, Duration.ofHours(1), Duration.ofSeconds(20));
-          List<String> retried = new java.util.concurrent.CopyOnWriteArrayList<>(), failed = new java.util.concurrent.CopyOnWriteArrayList<>();
-          remote.onRetry(new DispatchingExperts.RetryListener() {
-            @Override
-            public void redispatched(int layerId, int assignments, String why) {
-              retried.add(why);
-            }
-
-            @Override
-            public void stepFailed(String why) {
-              failed.add(why);
-            }
-          });
+          var retries = new RecordedRetries();
+          remote.onRetry(retries);
+          List<String> retried = retries.retried, failed = retries.failed;
           transport.beforeDispatch = n -> {
             if (n == 20 && transport.hung.add(1)) // shard 1 stops answering (SIGSTOP); the failover's placement comes later
               Thread.ofVirtual().start(() -> {
@@ -356,6 +338,21 @@ class RemoteExpertsTest {
           for (var s : shards) s.close();
         }
       }
+    }
+  }
+
+  /** What a {@link DispatchingExperts} reported of its retries: each redispatch's reason, each failed step's. */
+  private static final class RecordedRetries implements DispatchingExperts.RetryListener {
+    final List<String> retried = new java.util.concurrent.CopyOnWriteArrayList<>(), failed = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+    @Override
+    public void redispatched(int layerId, int assignments, String why) {
+      retried.add(why);
+    }
+
+    @Override
+    public void stepFailed(String why) {
+      failed.add(why);
     }
   }
 
