@@ -275,6 +275,12 @@ class DeepseekModelTest {
     }
 
     @Test
+    void anMtpHeadOfItsOwnStaysItsOwn() { // the random demo checkpoint's MTP head differs from lm_head
+      assertThat(model(tinyBf16, Precision.EXACT).mtpSharesHead(0)).isFalse();
+      assertThat(model(tinyBf16, Precision.EXACT).mtpSharesEmbedding(0)).isFalse();
+    }
+
+    @Test
     void exactDraftLogitsMatchTheNaiveMtpModule() {
       int[] tokens = randomTokens(TINY_VOCAB, 21, 11);
       NaiveDeepseek naive = naive(tinyBf16);
