@@ -41,7 +41,8 @@ import java.util.logging.Logger;
  * The MTP module (depth 0) then runs over every row whose KV stays — all rows of a prompt chunk, the fed token and
  * accepted drafts of a verification — row i with the main model's final hidden state at i and the token at i + 1
  * (the next prompt token, an accepted draft, or the token just sampled), writing the MTP layer's KV there (one more
- * layer of the same paged cache) and drafting from the last row. Further drafts chain the module one position at a
+ * layer of the same paged cache) and drafting from the last row; only that row runs the whole block and the head, the
+ * others only to their KV ({@link MtpLayer#draft}), so a verify step's MTP pass costs about one row's block. Further drafts chain the module one position at a
  * time on its own output hidden state, within the pages the scheduler reserved. Every pass is row-independent, so a
  * request's tokens, logits and drafts do not depend on its neighbours. In the prefill role the MTP layer's rows go to
  * the connector after the depth-0 pass, as one more layer after the main model's; a decode engine loads them back
@@ -259,7 +260,7 @@ public final class DeepseekRunner implements ModelRunner {
     List<TokenCounts> histories = new ArrayList<>();
     for (ScheduledChunk c : proposers) histories.add(draftHistory(c, accepted.getOrDefault(c.requestId(), List.of()), sampled.get(c.requestId())));
     Tensor previousHidden = pass.hidden();
-    int[] hiddenRow = logitRows.stream().mapToInt(Integer::intValue).toArray(); // each proposer's row of previousHidden
+    int[] hiddenRow = java.util.stream.IntStream.range(0, proposers.size()).toArray(); // each proposer's row of previousHidden
     List<Integer> chaining = new ArrayList<>(); // indices into proposers still drafting
     for (int p = 0; p < proposers.size(); p++) chaining.add(p);
     Tensor draftLogits = pass.logits();

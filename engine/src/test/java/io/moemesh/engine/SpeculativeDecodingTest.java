@@ -319,9 +319,10 @@ class SpeculativeDecodingTest {
     try (var arena = io.moemesh.kernels.TensorArena.open()) {
       var cache = model.newCache(arena, table.length, page);
       var out = model.forward(io.moemesh.model.ForwardBatch.single(Arrays.copyOf(tokens, t), 0, t, table, true), cache, arena);
-      var mtp = io.moemesh.model.ForwardBatch.single(Arrays.copyOfRange(tokens, 1, t + 1), 0, t, table, false);
+      // every row through the whole block (all rows' logits), not the engine's last-row-only form
+      var mtp = io.moemesh.model.ForwardBatch.single(Arrays.copyOfRange(tokens, 1, t + 1), 0, t, table, true);
       var first = model.draftMtp(0, mtp, out.hidden(), cache, model.localExperts(), arena);
-      int d1 = argmax(first.logits().toFloatArray());
+      int d1 = argmax(first.logits().rows(t - 1, t).toFloatArray());
       var h = arena.allocate(io.moemesh.kernels.DType.F32, 1, first.hidden().dim(1));
       h.copyFrom(first.hidden().rows(t - 1, t));
       var chained = model.draftMtp(0, io.moemesh.model.ForwardBatch.single(new int[] {d1}, t, t, table, false), h, cache, model.localExperts(), arena);

@@ -26,6 +26,14 @@ public record DecoderLayer(Tensor attnNorm, Mla attention, Tensor ffnNorm, Mlp d
     start(k, x, batch, positions, rope, cache, experts, eps, scratch).finish();
   }
 
+  /** Only the attention's KV of {@code x (T, dim)}, as {@link #forward} writes it; {@code x} is not changed. */
+  public void writeKv(Kernels k, Tensor x, ForwardBatch batch, Tensor positions, RopeTable rope, LatentKvCache cache, float eps,
+      TensorArena scratch) {
+    Tensor normed = scratch.empty(DType.F32, batch.numRows(), x.dim(1));
+    k.rmsNorm(normed, x, attnNorm, eps);
+    attention.writeKv(k, normed, batch, positions, rope, cache, scratch);
+  }
+
   /**
    * {@link #forward} up to the experts' dispatch: attention (its KV written to the cache) and the FFN's start;
    * finishing the returned work adds the FFN's output to {@code x}. A dense FFN is computed here, at the start.

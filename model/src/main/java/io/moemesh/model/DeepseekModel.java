@@ -66,10 +66,11 @@ public final class DeepseekModel implements AutoCloseable {
       Tensor embed = loader.embedding("model.embed_tokens.weight");
       DecoderLayer[] layers = new DecoderLayer[L];
       for (int i = 0; i < L; i++) layers[i] = loader.block(i, i, routed, shared);
+      Linear head = loader.head("lm_head.weight");
       MtpLayer[] mtp = new MtpLayer[config.numNextnPredictLayers()];
-      for (int j = 0; j < mtp.length; j++) mtp[j] = loader.mtp(L + j, L + j, embed, routed, shared);
+      for (int j = 0; j < mtp.length; j++) mtp[j] = loader.mtp(L + j, L + j, embed, head, routed, shared);
       return new DeepseekModel(dir, config, precision, kernels, arena, embed, layers, loader.norm("model.norm.weight"),
-          loader.head("lm_head.weight"), mtp, YarnRope.table(arena, config), new LocalExperts(routed, shared, precision));
+          head, mtp, YarnRope.table(arena, config), new LocalExperts(routed, shared, precision));
     } catch (RuntimeException e) {
       arena.close();
       throw e;
@@ -320,6 +321,16 @@ public final class DeepseekModel implements AutoCloseable {
 
   public int numMtpLayers() {
     return mtp.length;
+  }
+
+  /** Whether MTP module {@code depth} computes its drafts with the main model's head itself (see ModelLoader#mtp). */
+  public boolean mtpSharesHead(int depth) {
+    return mtp[depth].head() == head;
+  }
+
+  /** Whether MTP module {@code depth} embeds its tokens with the main model's embedding itself. */
+  public boolean mtpSharesEmbedding(int depth) {
+    return mtp[depth].embed() == embed;
   }
 
   @Override

@@ -64,6 +64,30 @@ public record ForwardBatch(int[] tokens, int[] positions, List<SequenceChunk> se
   }
 
   /**
+   * The given rows (ascending) as a batch of their own, renumbered from 0 in that order: each run of consecutive rows
+   * of one sequence chunk stays one chunk, with its chunk's prompt length and pages; every row is a logit row.
+   */
+  public ForwardBatch rows(int[] rows) {
+    int n = rows.length;
+    int[] newTokens = new int[n], newPositions = new int[n];
+    List<SequenceChunk> chunks = new java.util.ArrayList<>();
+    int c = 0;
+    for (int i = 0; i < n; i++) {
+      int r = rows[i];
+      if (r < 0 || r >= numRows() || (i > 0 && r <= rows[i - 1])) throw new IllegalArgumentException("rows must ascend within [0, " + numRows() + "): " + java.util.Arrays.toString(rows));
+      while (sequences.get(c).firstRow() + sequences.get(c).numRows() <= r) c++;
+      SequenceChunk s = sequences.get(c);
+      newTokens[i] = tokens[r];
+      newPositions[i] = positions[r];
+      SequenceChunk last = chunks.isEmpty() ? null : chunks.getLast();
+      if (last != null && rows[i - 1] == r - 1 && rows[i - 1] >= s.firstRow()) // the run goes on
+        chunks.set(chunks.size() - 1, new SequenceChunk(last.firstRow(), last.numRows() + 1, last.numPromptTokens(), last.blockTable()));
+      else chunks.add(new SequenceChunk(i, 1, s.numPromptTokens(), s.blockTable()));
+    }
+    return new ForwardBatch(newTokens, newPositions, chunks, java.util.stream.IntStream.range(0, n).toArray());
+  }
+
+  /**
    * Where to split this batch into two micro-batches: the boundary between sequence chunks nearest half the
    * rows (the lower one on a tie), so no sequence is cut; 0 when the batch is a single chunk.
    */

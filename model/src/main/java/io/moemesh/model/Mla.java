@@ -98,12 +98,7 @@ public final class Mla {
       kv = scratch.empty(DType.F32, T, rank + ropeDim);
       wkvA.apply(k, kv, x, scratch);
     }
-
-    Tensor latent = scratch.empty(DType.F32, T, rank + ropeDim); // kv_norm(c_kv) ‖ rope(k_pe), both written below
-    k.rmsNorm(latent.cols(0, rank), kv.cols(0, rank), kvNorm, c.rmsNormEps());
-    latent.cols(rank, rank + ropeDim).copyFrom(kv.cols(rank, rank + ropeDim));
-    k.rope(latent.cols(rank, rank + ropeDim), positions, rope);
-    cache.write(k, layerId, batch, latent, scratch);
+    writeLatent(k, kv, batch, positions, rope, cache, scratch);
 
     Tensor o = scratch.empty(DType.F32, T, heads * c.vHeadDim()); // every row is a prompt row or a decode row
     List<Rows> decodeRows = new ArrayList<>();
@@ -115,6 +110,28 @@ public final class Mla {
     }
     if (!decodeRows.isEmpty()) absorbed(k, o, q, batch, decodeRows, cache, scratch);
     wo.apply(k, out, o, scratch);
+  }
+
+  /**
+   * Only the batch's KV, for the normed input {@code x (T, dim)}: what {@link #forward} writes, bit for bit (the KV
+   * down-projection's rows are its own whatever else is computed beside them), without the queries or the attention.
+   * For rows whose output nobody reads, only whose KV later rows attend over (an MTP pass's rows before its last).
+   */
+  public void writeKv(Kernels k, Tensor x, ForwardBatch batch, Tensor positions, RopeTable rope, LatentKvCache cache, TensorArena scratch) {
+    Tensor kv = scratch.empty(DType.F32, batch.numRows(), c.kvLoraRank() + c.qkRopeHeadDim());
+    wkvA.apply(k, kv, x, scratch);
+    writeLatent(k, kv, batch, positions, rope, cache, scratch);
+  }
+
+  /** {@code kv_norm(c_kv) ‖ rope(k_pe)} of {@code kv (T, rank + rope)} into the cache at the batch's positions. */
+  private void writeLatent(Kernels k, Tensor kv, ForwardBatch batch, Tensor positions, RopeTable rope, LatentKvCache cache,
+      TensorArena scratch) {
+    int rank = c.kvLoraRank(), ropeDim = c.qkRopeHeadDim();
+    Tensor latent = scratch.empty(DType.F32, batch.numRows(), rank + ropeDim); // both parts written below
+    k.rmsNorm(latent.cols(0, rank), kv.cols(0, rank), kvNorm, c.rmsNormEps());
+    latent.cols(rank, rank + ropeDim).copyFrom(kv.cols(rank, rank + ropeDim));
+    k.rope(latent.cols(rank, rank + ropeDim), positions, rope);
+    cache.write(k, layerId, batch, latent, scratch);
   }
 
   /** Rows {@code [first, first + n)} of one sequence whose KV pages are {@code blockTable}. */

@@ -121,13 +121,20 @@ final class ModelLoader {
     return Linear.of(w.matrix(name, c.vocabSize(), c.hiddenSize()), precision);
   }
 
-  /** The MTP module at layer index {@code i} (≥ num_hidden_layers), sharing the main embedding when it has none. */
-  MtpLayer mtp(int i, int cacheLayer, Tensor mainEmbedding, Map<Integer, Mlp[]> routed, Map<Integer, Mlp> shared) {
+  /**
+   * The MTP module at layer index {@code i} (≥ num_hidden_layers). Its embedding and head are the main model's
+   * {@code mainEmbedding} and {@code mainHead} when the checkpoint holds none or byte-for-byte copies of them (as
+   * DeepSeek-V3 stores them, shared in training): one copy in memory, and on a small model the MTP pass finds the head
+   * still in cache from the main model's.
+   */
+  MtpLayer mtp(int i, int cacheLayer, Tensor mainEmbedding, Linear mainHead, Map<Integer, Mlp[]> routed, Map<Integer, Mlp> shared) {
     String p = "model.layers." + i + ".";
-    Tensor embed = w.contains(p + "embed_tokens.weight") ? embedding(p + "embed_tokens.weight") : mainEmbedding;
+    String embedName = p + "embed_tokens.weight", headName = p + "shared_head.head.weight";
+    Tensor embed = !w.contains(embedName) || w.isCopyOf(embedName, "model.embed_tokens.weight") ? mainEmbedding : embedding(embedName);
     Linear ehProj = Linear.of(w.matrix(p + "eh_proj.weight", c.hiddenSize(), 2 * c.hiddenSize()), precision);
+    Linear head = w.isCopyOf(headName, "lm_head.weight") ? mainHead : head(headName);
     return new MtpLayer(embed, norm(p + "enorm.weight"), norm(p + "hnorm.weight"), ehProj,
-        block(i, cacheLayer, routed, shared), norm(p + "shared_head.norm.weight"), head(p + "shared_head.head.weight"));
+        block(i, cacheLayer, routed, shared), norm(p + "shared_head.norm.weight"), head);
   }
 
 }

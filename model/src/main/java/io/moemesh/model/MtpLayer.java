@@ -40,13 +40,20 @@ public record MtpLayer(Tensor embed, Tensor enorm, Tensor hnorm, Linear ehProj, 
   /**
    * What one pass of the module gives a speculative decoder.
    *
-   * @param hidden (T, dim) the block's output before the shared head's norm: the h_i a chained pass of the module
-   *     takes at position i + 1 (as vLLM's MTP proposer chains one module)
+   * @param hidden (rows of batch.logitRows(), dim) the block's output before the shared head's norm, for the logit rows
+   *     in their order: the h_i a chained pass of the module takes at position i + 1 (as vLLM's MTP proposer chains one
+   *     module)
    * @param logits (rows of batch.logitRows(), vocab) draft logits
    */
   public record Output(Tensor hidden, Tensor logits) {}
 
-  /** As {@link #forward}, also returning the block's output hidden states for a chained pass. */
+  /**
+   * As {@link #forward}, also returning the logit rows' block outputs for a chained pass. Every row writes its KV, but
+   * only the logit rows run the whole block and the head: the others' outputs are never read (a speculative step drafts
+   * from each chunk's last row), only their KV, which the block's attention computes from its input alone. So those rows
+   * cost their input projection and the KV down-projection; their KV and the logit rows' numbers are the bits a pass of
+   * the whole block over every row gives.
+   */
   public Output draft(Kernels k, ForwardBatch batch, Tensor hidden, Tensor positions, RopeTable rope, LatentKvCache cache,
       ExpertBackend experts, float eps, TensorArena scratch) {
     int T = batch.numRows(), dim = hidden.dim(1);
@@ -56,7 +63,41 @@ public record MtpLayer(Tensor embed, Tensor enorm, Tensor hnorm, Linear ehProj, 
     k.rmsNorm(joined.cols(dim, 2 * dim), hidden, hnorm, eps);
     Tensor x = scratch.allocate(DType.F32, T, dim);
     ehProj.apply(k, x, joined, scratch);
-    block.forward(k, x, batch, positions, rope, cache, experts, eps, scratch);
-    return new Output(x, DeepseekModel.logits(k, x, batch.logitRows(), shareHeadNorm, head, eps, scratch).logits());
+    int[] wanted = batch.logitRows();
+    if (isEveryRowInOrder(wanted, T)) {
+      block.forward(k, x, batch, positions, rope, cache, experts, eps, scratch);
+      return new Output(x, DeepseekModel.logits(k, x, wanted, shareHeadNorm, head, eps, scratch).logits());
+    }
+    int[] sorted = java.util.Arrays.stream(wanted).sorted().distinct().toArray();
+    int[] others = java.util.stream.IntStream.range(0, T).filter(r -> java.util.Arrays.binarySearch(sorted, r) < 0).toArray();
+    if (others.length > 0) { // first: the logit rows attend over them
+      ForwardBatch kvOnly = batch.rows(others);
+      block.writeKv(k, gather(x, others, scratch), kvOnly, scratch.ofInts(kvOnly.positions(), others.length), rope, cache, eps, scratch);
+    }
+    if (sorted.length == 0) return new Output(scratch.empty(DType.F32, 0, dim), scratch.empty(DType.F32, 0, head.outFeatures()));
+    ForwardBatch last = batch.rows(sorted);
+    Tensor xs = gather(x, sorted, scratch);
+    block.forward(k, xs, last, scratch.ofInts(last.positions(), sorted.length), rope, cache, experts, eps, scratch);
+    int[] order = new int[wanted.length]; // the logit rows in the batch's order, as rows of xs
+    for (int i = 0; i < wanted.length; i++) order[i] = java.util.Arrays.binarySearch(sorted, wanted[i]);
+    if (!isEveryRowInOrder(order, sorted.length)) xs = gather(xs, order, scratch);
+    return new Output(xs, DeepseekModel.logits(k, xs, order.length == 0 ? order : range(order.length), shareHeadNorm, head, eps, scratch).logits());
+  }
+
+  private static boolean isEveryRowInOrder(int[] rows, int n) {
+    if (rows.length != n) return false;
+    for (int i = 0; i < n; i++) if (rows[i] != i) return false;
+    return true;
+  }
+
+  private static int[] range(int n) {
+    return java.util.stream.IntStream.range(0, n).toArray();
+  }
+
+  /** Rows {@code rows} of {@code x}, in that order, as a tensor of their own. */
+  private static Tensor gather(Tensor x, int[] rows, TensorArena scratch) {
+    Tensor out = scratch.allocate(x.dtype(), rows.length, x.dim(1));
+    for (int i = 0; i < rows.length; i++) out.rows(i, i + 1).copyFrom(x.rows(rows[i], rows[i] + 1));
+    return out;
   }
 }

@@ -44,6 +44,16 @@ final class WeightLoader {
     return checkpoint.contains(name);
   }
 
+  /**
+   * Whether the checkpoint's {@code copy} holds the very bytes of {@code original}, so the loaded {@code original} can
+   * stand for it; it then counts as read.
+   */
+  boolean isCopyOf(String copy, String original) {
+    if (!checkpoint.contains(copy) || !checkpoint.contains(original) || !checkpoint.sameContents(copy, original)) return false;
+    read(checkpoint.info(copy));
+    return true;
+  }
+
   /** A vector or matrix as F32 (norm weights, biases), whatever its stored float type. */
   Tensor f32(String name, int... shape) {
     TensorInfo info = info(name, shape);

@@ -275,12 +275,58 @@ class DeepseekModelTest {
     }
 
     @Test
+    void anMtpHeadOfItsOwnStaysItsOwn() { // the random demo checkpoint's MTP head differs from lm_head
+      assertThat(model(tinyBf16, Precision.EXACT).mtpSharesHead(0)).isFalse();
+      assertThat(model(tinyBf16, Precision.EXACT).mtpSharesEmbedding(0)).isFalse();
+    }
+
+    @Test
     void exactDraftLogitsMatchTheNaiveMtpModule() {
       int[] tokens = randomTokens(TINY_VOCAB, 21, 11);
       NaiveDeepseek naive = naive(tinyBf16);
       double[][] expected = naive.forwardMtp(Arrays.copyOfRange(tokens, 1, 21), naive.forward(Arrays.copyOf(tokens, 20)).hidden());
       assertThat(diff(mtpOneShot(model(tinyBf16, Precision.EXACT), tokens), expected).relative())
           .isLessThan(FLOAT32_NOISE); // measured 2.0e-7
+    }
+
+    /**
+     * An MTP pass that wants some rows' drafts runs only those through the block and the head, the rest only to their
+     * KV: the same bits as a pass of every row, in the cache and in the rows wanted (prompt rows, then decode rows).
+     */
+    @ParameterizedTest
+    @EnumSource(Precision.class)
+    void anMtpPassOfSomeRowsHasTheBitsOfAPassOfEveryRow(Precision precision) {
+      DeepseekModel model = model(tinyBf16, precision);
+      int[] tokens = randomTokens(TINY_VOCAB, 22, 13);
+      int T = 20, prompt = 12, mtpLayer = model.config().numHiddenLayers();
+      int[][] wantedRows = {{T - 1}, {T - 1, 5}, {}, {3, 4, 11, 12, T - 1}};
+      byte[] everyRowKv;
+      float[][] everyRowLogits, everyRowHidden;
+      try (TensorArena arena = TensorArena.open()) {
+        LatentKvCache cache = model.newCache(arena, NUM_PAGES, PAGE);
+        var out = model.forward(ForwardBatch.single(Arrays.copyOf(tokens, T), 0, prompt, pages(T), true), cache, arena);
+        var all = model.draftMtp(0, ForwardBatch.single(Arrays.copyOfRange(tokens, 1, T + 1), 0, prompt, pages(T), true), out.hidden(), cache,
+            model.localExperts(), arena);
+        everyRowKv = cache.readRows(mtpLayer, pages(T), 0, T);
+        everyRowLogits = rows(all.logits());
+        everyRowHidden = rows(all.hidden());
+      }
+      for (int[] wanted : wantedRows) {
+        try (TensorArena arena = TensorArena.open()) {
+          LatentKvCache cache = model.newCache(arena, NUM_PAGES, PAGE);
+          var out = model.forward(ForwardBatch.single(Arrays.copyOf(tokens, T), 0, prompt, pages(T), true), cache, arena);
+          int[] next = Arrays.copyOfRange(tokens, 1, T + 1), positions = java.util.stream.IntStream.range(0, T).toArray();
+          var batch = new ForwardBatch(next, positions, List.of(new ForwardBatch.SequenceChunk(0, T, prompt, pages(T))), wanted);
+          var some = model.draftMtp(0, batch, out.hidden(), cache, model.localExperts(), arena);
+          assertThat(cache.readRows(mtpLayer, pages(T), 0, T)).as("KV, rows %s wanted", Arrays.toString(wanted)).isEqualTo(everyRowKv);
+          float[][] logits = rows(some.logits()), hidden = rows(some.hidden());
+          assertThat(logits.length).isEqualTo(wanted.length);
+          for (int i = 0; i < wanted.length; i++) {
+            assertThat(logits[i]).as("logits of row %d", wanted[i]).containsExactly(everyRowLogits[wanted[i]]);
+            assertThat(hidden[i]).as("hidden state of row %d", wanted[i]).containsExactly(everyRowHidden[wanted[i]]);
+          }
+        }
+      }
     }
 
     @ParameterizedTest

@@ -62,6 +62,12 @@ class TrainedDemoModelTest {
   }
 
   @Test
+  void theMtpModuleUsesTheMainHeadAndEmbeddingItStoresCopiesOf() {
+    assertThat(exact.mtpSharesHead(0)).isTrue();
+    assertThat(exact.mtpSharesEmbedding(0)).isTrue();
+  }
+
+  @Test
   void exactLogitsMatchPyTorch() throws IOException {
     for (JsonNode p : fixture("prompts.json").get("prompts")) {
       int[] ids = ints(p.get("ids"));

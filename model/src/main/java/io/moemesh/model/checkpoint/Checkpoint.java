@@ -173,6 +173,22 @@ public final class Checkpoint implements AutoCloseable {
         + " (same dtype, BF16→F32 or F16→F32 only)");
   }
 
+  /**
+   * Whether tensors {@code a} and {@code b} are byte-for-byte copies: the same dtype, shape and bytes (as DeepSeek-V3's
+   * MTP layer stores its own copies of the embedding and the head it shares with the main model).
+   */
+  public boolean sameContents(String a, String b) {
+    TensorInfo ia = info(a), ib = info(b);
+    if (ia.dtype() != ib.dtype() || !java.util.Arrays.equals(ia.shape(), ib.shape())) return false;
+    SafetensorsFile fa = file(a), fb = file(b);
+    int block = 1 << 30; // a ByteBuffer holds < 2 GiB
+    for (long from = 0; from < ia.byteLength(); from += block) {
+      int length = (int) Math.min(block, ia.byteLength() - from);
+      if (!fa.slice(a, from, length).equals(fb.slice(b, from, length))) return false;
+    }
+    return true;
+  }
+
   /** Unmaps every file; idempotent. */
   @Override
   public void close() {
