@@ -12,6 +12,7 @@ import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /** The C kernels, on each path this CPU can run, held to the contract of {@link ReferenceKernels}. */
@@ -161,21 +162,22 @@ class NativeKernelsTest {
   }
 
   /**
-   * Batch invariance of the BF16 × BF16 matmul: a row's output bits do not depend on how many rows share the
-   * call (n = 1, 2, 3 run the GEMV, n ≥ 4 the 4 × 4 GEMM tiles and their edges), where the row sits in its tile,
-   * or the thread count; on every path this CPU runs.
+   * Batch invariance of the matmul on BF16 weights, with BF16 and with F32 activations: a row's output bits do not
+   * depend on how many rows share the call (n = 1, 2, 3 run the 16-row GEMV row by row, n ≥ 4 the GEMM tiles and
+   * their edges), where the row sits in its tile, or the thread count; on every path this CPU runs.
    */
   @Nested
   class Bf16RowIndependence {
-    @ParameterizedTest(name = "{0}")
-    @EnumSource(NativeKernels.Isa.class)
-    void aRowsBitsAreTheSameForEveryBatchSizeOffsetAndThreadCount(NativeKernels.Isa isa) {
+    @ParameterizedTest(name = "{0}, {1} activations")
+    @CsvSource({"AVX512, BF16", "AVX512, F32", "AVX512_NO_BF16, BF16", "AVX512_NO_BF16, F32", "AVX2, BF16", "AVX2, F32",
+        "PORTABLE, BF16", "PORTABLE, F32"})
+    void aRowsBitsAreTheSameForEveryBatchSizeOffsetAndThreadCount(NativeKernels.Isa isa, DType activations) {
       assumeTrue(NativeKernels.cpuSupports(isa), "this CPU cannot run " + isa);
       int rows = 36, m = 523, k = 1021;
       try (var arena = TensorArena.open(); var one = NativeKernels.create(1, isa); var two = NativeKernels.create(2, isa);
            var three = NativeKernels.create(3, isa)) {
         var rnd = new Random(17);
-        Tensor x = random(arena, rnd, DType.BF16, rows, k);
+        Tensor x = random(arena, rnd, activations, rows, k);
         Tensor w = random(arena, rnd, DType.BF16, m, k);
         Tensor all = arena.allocate(DType.F32, rows, m);
         one.matmul(all, x, w);

@@ -47,11 +47,11 @@ public record Linear(Tensor weight, Tensor scales, boolean bf16Activations) {
     if (scales == null && bf16Activations) {
       Tensor xb = scratch.empty(DType.BF16, Math.toIntExact(x.numRows()), inFeatures());
       k.convert(xb, x);
-      matmul(k, out, xb, weight);
+      k.matmul(out, xb, weight);
       return;
     }
     if (scales == null) {
-      matmul(k, out, x, weight);
+      k.matmul(out, x, weight);
       return;
     }
     int n = Math.toIntExact(x.numRows());
@@ -59,25 +59,6 @@ public record Linear(Tensor weight, Tensor scales, boolean bf16Activations) {
     Tensor xs = scratch.empty(DType.F32, n);
     k.quantizeRows(xq, xs, x);
     k.matmulInt8(out, xq, xs, weight, scales);
-  }
-
-  /**
-   * Rows below this go to {@link Kernels#matmul} one at a time when the weights are BF16 or F32. The kernels run one
-   * activation row against 16 weight rows a call, but 2-3 rows (a speculative verify step at batch 1, or batch 2-3)
-   * against one weight row at a time: on AVX2 a 2-row BF16 call over the demo model's head (2048 × 256) took 151 µs,
-   * two 1-row calls 50 µs, one 4-row call 89 µs (2026-12-07, Zen 3). The bits are the same either way: each output is
-   * one dot product in a fixed order whatever the number of rows ({@link Kernels#matmul}).
-   */
-  public static final int ROW_BY_ROW_BELOW = 4;
-
-  /** {@link Kernels#matmul}, row by row for 2 to {@link #ROW_BY_ROW_BELOW} - 1 rows (see there). */
-  public static void matmul(Kernels k, Tensor out, Tensor x, Tensor w) {
-    long n = x.numRows();
-    if (n < 2 || n >= ROW_BY_ROW_BELOW) {
-      k.matmul(out, x, w);
-      return;
-    }
-    for (int r = 0; r < n; r++) k.matmul(out.rows(r, r + 1), x.rows(r, r + 1), w);
   }
 
   /** {@code out = x · Wᵀ} for activations already quantized per row ({@code xq} I8 (n, in), {@code xs} F32 (n)); INT8 weights only. */

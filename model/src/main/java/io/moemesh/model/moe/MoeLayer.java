@@ -5,7 +5,6 @@ import io.moemesh.kernels.GateParams;
 import io.moemesh.kernels.Kernels;
 import io.moemesh.kernels.Tensor;
 import io.moemesh.kernels.TensorArena;
-import io.moemesh.model.Linear;
 
 /**
  * DeepSeek-V3's MoE feed-forward, as the reference {@code MoE.forward}: the gate picks each token's experts
@@ -54,7 +53,7 @@ public final class MoeLayer {
   public Routing route(Kernels k, Tensor x, TensorArena scratch) {
     int tokens = Math.toIntExact(x.numRows()), numExperts = gateWeight.dim(0);
     Tensor logits = scratch.empty(DType.F32, tokens, numExperts); // kernel outputs, written whole
-    Linear.matmul(k, logits, x, gateWeight);
+    k.matmul(logits, x, gateWeight);
     Tensor ids = scratch.empty(DType.I32, tokens, params.topk());
     Tensor weights = scratch.empty(DType.F32, tokens, params.topk());
     k.moeGate(ids, weights, logits, bias, params);
