@@ -31,7 +31,7 @@ import org.junit.jupiter.api.TestMethodOrder;
 /**
  * The planner with its local connector on a live mesh (docs/planner.md, "Connectors"), as {@code bin/moemesh up
  * --planner} runs it: kv-store and the gateway are started here; the planner process starts and stops the prefill and
- * decode replicas from launch files, on base + 10·i. Decode has 1 to 2 replicas of a profiled concurrency of 2. Eight
+ * decode replicas from launch files, on base + 10·i. Decode has 1 to 2 replicas of a profiled concurrency of 3. Eight
  * clients streaming at once make the planner start decode replica 1, which then serves streams; two clients are one
  * replica's worth, and after the (short) cool-down the planner stops replica 1 with SIGTERM — it drains — while those two
  * keep streaming. No request fails in either direction.
@@ -55,12 +55,12 @@ class PlannerMeshTest {
     Path prefillLaunch = launchFile("prefill", "prefill-svc",
         DisaggregatedMeshTest.with(engine, "moemesh.prefill.kv-store=" + kvStore.grpcAddress()));
     Path decodeLaunch = launchFile("decode", "decode-svc", DisaggregatedMeshTest.with(engine, "moemesh.decode.drain-timeout=5s"));
-    // 2 requests per decode replica at an ITL target far under the real one: demand is the running streams (Little's
+    // 3 requests per decode replica at an ITL target far under the real one: demand is the running streams (Little's
     // law with the target counts fewer), and the correction is off (max 1) so that the counts follow the load alone
     Path profile = WORK.resolve("profile.json");
     Files.writeString(profile, """
         {"prefill": {"tokensPerSecondPerReplica": 100000, "ttftTargetMs": 5000},
-         "decode": {"concurrencyPerReplica": 2, "itlTargetMs": 5}, "measuredOn": "PlannerMeshTest"}
+         "decode": {"concurrencyPerReplica": 3, "itlTargetMs": 5}, "measuredOn": "PlannerMeshTest"}
         """);
     planner = ServiceProcess.start("planner", "planner-mesh-planner", List.of("moemesh.planner.connector=local",
         "moemesh.planner.ttft-target=5s", "moemesh.planner.itl-target=5ms", "moemesh.planner.profile=" + profile,

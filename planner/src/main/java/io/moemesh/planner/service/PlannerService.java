@@ -76,7 +76,9 @@ public class PlannerService {
         + config.connector() + ", profile " + config.profile() + " (" + profile.measuredOn() + ")");
     timer = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().name("planner").daemon().factory());
     long period = config.interval().toMillis();
-    timer.scheduleAtFixedRate(() -> {
+    // a fixed delay, not a fixed rate: a round that waits for a replica's drain is not followed at once by one that
+    // observes a fraction of a second (whose request rate is noise, and scaled a live mesh back up once)
+    timer.scheduleWithFixedDelay(() -> {
       round.run();
       lastRoundAt = Instant.now();
     }, 0, period, TimeUnit.MILLISECONDS);
