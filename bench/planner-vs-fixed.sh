@@ -19,8 +19,8 @@ source "$ROOT/bench/lib.sh"
 export MOEMESH_PLANNER_INTERVAL=${MOEMESH_PLANNER_INTERVAL:-5s}
 export MOEMESH_PLANNER_SCALE_UP_COOLDOWN=${MOEMESH_PLANNER_SCALE_UP_COOLDOWN:-15s}
 export MOEMESH_PLANNER_SCALE_DOWN_COOLDOWN=${MOEMESH_PLANNER_SCALE_DOWN_COOLDOWN:-30s}
-RAMP=${RAMP:-4:30,16:60,4:60}
-SERVE="--ramp $RAMP --input-len 512 --output-len 64 --warmup 4 --seed 1 --goodput ttft:500 tpot:50 ${SERVE:-}"
+RAMP=${RAMP:-1:30,12:60,1:60}
+SERVE="--ramp $RAMP --input-len 256 --output-len 64 --warmup 4 --seed 1 --goodput ttft:500 tpot:50 ${SERVE:-}"
 
 WORKLOADS=("ramp:$SERVE")
 run_shape fixed --decode-replicas 1 --routed-shards 0

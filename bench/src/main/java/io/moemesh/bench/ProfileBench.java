@@ -24,21 +24,21 @@ import java.util.Locale;
 public final class ProfileBench {
   static final String USAGE = """
       usage: bench profile --url URL --ttft-target MS --itl-target MS [--input-len I] [--output-len O]
-                           [--max-concurrency C] [--requests-per-client N] [--out FILE] [--model-name M] [--tokenizer DIR] [--seed S]
+                           [--max-concurrency C] [--requests-per-client N] [--warmup W] [--out FILE] [--model-name M] [--tokenizer DIR] [--seed S]
         the planner's profile of a running mesh with one prefill and one decode replica (bin/moemesh up --decode-replicas 1):
         closed-loop steps at concurrency 1, 2, 4, ... up to C (64) through URL's /v1/completions, N requests per client
-        and step (4) after one warm-up each; prefill: I-token prompts (512), 1 output token, prompt tokens/s at the highest
+        and step (4) after one warm-up each, and W warm-up requests (8) before each sweep; prefill: I-token prompts (512), 1 output token, prompt tokens/s at the highest
         step whose p90 TTFT meets the target; decode: I prompt and O output tokens (128), the requests running in decode
         at the highest step whose p90 ITL meets it. Writes the JSON to FILE (default: stdout), the steps to stderr.""";
 
   private ProfileBench() {}
 
   record Options(URI endpoint, double ttftTargetMs, double itlTargetMs, int inputLen, int outputLen, int maxConcurrency,
-      int requestsPerClient, Path out, String modelName, Path tokenizer, long seed) {
+      int requestsPerClient, int warmup, Path out, String modelName, Path tokenizer, long seed) {
     static Options parse(String... args) {
       String url = null, model = null;
       double ttft = -1, itl = -1;
-      int input = 512, output = 128, max = 64, perClient = 4;
+      int input = 512, output = 128, max = 64, perClient = 4, warmup = 8;
       Path out = null, tokenizer = null;
       long seed = 0;
       for (int i = 0; i < args.length; i++) {
@@ -53,6 +53,7 @@ public final class ProfileBench {
           case "--output-len" -> output = (int) positive(name, value);
           case "--max-concurrency" -> max = (int) positive(name, value);
           case "--requests-per-client" -> perClient = (int) positive(name, value);
+          case "--warmup" -> warmup = (int) positive(name, value);
           case "--out" -> out = Path.of(value);
           case "--model-name" -> model = value;
           case "--tokenizer" -> tokenizer = Path.of(value);
@@ -63,7 +64,7 @@ public final class ProfileBench {
       if (url == null) throw new IllegalArgumentException("--url is required");
       if (ttft < 0 || itl < 0) throw new IllegalArgumentException("--ttft-target and --itl-target are required (milliseconds)");
       if (output < 2) throw new IllegalArgumentException("--output-len must be at least 2: ITL needs two tokens");
-      return new Options(ServeClient.completionsEndpoint(url), ttft, itl, input, output, max, perClient, out, model, tokenizer, seed);
+      return new Options(ServeClient.completionsEndpoint(url), ttft, itl, input, output, max, perClient, warmup, out, model, tokenizer, seed);
     }
 
     private static double positive(String name, String value) {
@@ -117,8 +118,14 @@ public final class ProfileBench {
     List<ProfileSteps.Step> decode = sweep(o, client, ids, o.outputLen(), s -> s.meetsItl(itlTarget), progress);
 
     ProfileSteps.Capacity p = ProfileSteps.prefill(prefill, ttftTarget), d = ProfileSteps.decode(decode, itlTarget);
-    if (p == null) throw new IllegalStateException("no prefill step met the TTFT target (even one request at a time)");
-    if (d == null) throw new IllegalStateException("no decode step met the ITL target (even one request at a time)");
+    if (p == null) {
+      throw new IllegalStateException(String.format(Locale.ROOT, "no prefill step met the TTFT target: one request at a time had a"
+          + " p90 TTFT of %.0f ms (a higher --ttft-target or a shorter --input-len)", prefill.getFirst().ttftP90() * 1000));
+    }
+    if (d == null) {
+      throw new IllegalStateException(String.format(Locale.ROOT, "no decode step met the ITL target: one request at a time had a"
+          + " p90 ITL of %.1f ms (a higher --itl-target)", decode.getFirst().itlP90() * 1000));
+    }
     for (var c : List.of(p, d)) {
       if (!c.targetReached()) progress.log("a stage met its target at every step up to %d: its figure is a lower bound", o.maxConcurrency());
     }
@@ -136,6 +143,7 @@ public final class ProfileBench {
   private static List<ProfileSteps.Step> sweep(Options o, ServeClient client, int[] ids, int outputLen,
       java.util.function.Predicate<ProfileSteps.Step> meets, Progress progress) throws InterruptedException {
     List<ProfileSteps.Step> steps = new ArrayList<>();
+    ServeBench.sendAll(client, RandomPrompts.draw(ids, o.warmup(), o.inputLen(), ~o.seed()), outputLen, 1, null); // the JIT, the caches
     for (int c = 1; c <= o.maxConcurrency(); c *= 2) {
       List<int[]> warm = RandomPrompts.draw(ids, c, o.inputLen(), ~(o.seed() + c));
       ServeBench.sendAll(client, warm, outputLen, c, null);
