@@ -7,6 +7,7 @@
 #   decode-svc #i   HTTP 9300+10i  gRPC 9301+10i
 #   expert-svc routed shard #i   HTTP 9500+10i  gRPC 9501+10i   (shard 0 also runs the balancer)
 #   expert-svc shared            HTTP 9600      gRPC 9601
+#   planner         HTTP 9700      (up --planner: it starts and stops the prefill and decode replicas above)
 #   gateway         HTTP --port (8000)
 #
 # `up --single` is the same model served by one engine process instead: one decode replica with every core, which
@@ -89,6 +90,10 @@ await_mesh() {
   done
   echo >&2
   echo "moemesh: not every service was ready within ${MOEMESH_READY_TIMEOUT:-300} s (logs in $MESH_LOGS)" >&2
+  for i in "${!MESH_OWNED_PORTS[@]}"; do # the planner's replicas: their logs are beside the others
+    curl -fs -o /dev/null "http://localhost:${MESH_OWNED_PORTS[$i]}/q/health/ready" \
+      || echo "moemesh: ${MESH_OWNED_NAMES[$i]} (started by the planner) is not ready: $MESH_LOGS/${MESH_OWNED_NAMES[$i]}.log" >&2
+  done
   return 1
 }
 
