@@ -7,6 +7,7 @@
 #   decode-svc #i   HTTP 9300+10i  gRPC 9301+10i
 #   expert-svc routed shard #i   HTTP 9500+10i  gRPC 9501+10i   (shard 0 also runs the balancer)
 #   expert-svc shared            HTTP 9600      gRPC 9601
+#   planner         HTTP 9700      (up --planner: it starts and stops the prefill and decode replicas above)
 #   gateway         HTTP --port (8000)
 #
 # `up --single` is the same model served by one engine process instead: one decode replica with every core, which
@@ -23,21 +24,37 @@ MESH_PIDS=()
 MESH_NAMES=()
 MESH_PORTS=()
 MESH_COMMON=() # properties every service gets: the mesh key
+MESH_OWNED_NAMES=() # replicas the planner starts and stops (up --planner): awaited, not stopped by us
+MESH_OWNED_PORTS=()
 
 mesh_home() { echo "${MOEMESH_HOME:-$HOME/.cache/moemesh}"; }
 
+# service_command MODULE HTTP_PORT PROPERTY...: the command line of the module's packaged Quarkus app, one argument
+# a line (the planner's launch files hold it with {httpPort} and {grpcPort} in place of the ports).
+service_command() {
+  local module=$1 http=$2 p opts=()
+  shift 2
+  read -r -a opts <<<"${MOEMESH_JAVA_OPTS:-}"
+  printf '%s\n' "$JAVA_HOME/bin/java" "${MOEMESH_JVM_ARGS[@]}" "${opts[@]}" "-Dquarkus.http.port=$http"
+  for p in "${MESH_COMMON[@]}" "$@"; do printf '%s\n' "-D$p"; done
+  printf '%s\n' -jar "$ROOT/$module/target/quarkus-app/quarkus-run.jar"
+}
+
 # start_service NAME MODULE HTTP_PORT PROPERTY...: the module's packaged Quarkus app in the background.
 start_service() {
-  local name=$1 module=$2 http=$3 props=() p
+  local name=$1 module=$2 http=$3 cmd=()
   shift 3
-  for p in "${MESH_COMMON[@]}" "$@"; do props+=("-D$p"); done
-  local opts=()
-  read -r -a opts <<<"${MOEMESH_JAVA_OPTS:-}"
-  "$JAVA_HOME/bin/java" "${MOEMESH_JVM_ARGS[@]}" "${opts[@]}" -Dquarkus.http.port="$http" "${props[@]}" \
-    -jar "$ROOT/$module/target/quarkus-app/quarkus-run.jar" >"$MESH_LOGS/$name.log" 2>&1 &
+  mapfile -t cmd < <(service_command "$module" "$http" "$@")
+  "${cmd[@]}" >"$MESH_LOGS/$name.log" 2>&1 &
   MESH_PIDS+=($!)
   MESH_NAMES+=("$name")
   MESH_PORTS+=("$http")
+}
+
+# await_owned NAME HTTP_PORT: a replica the planner starts (up --planner), waited for by await_mesh but not ours to stop.
+await_owned() {
+  MESH_OWNED_NAMES+=("$1")
+  MESH_OWNED_PORTS+=("$2")
 }
 
 stop_mesh() {
@@ -63,17 +80,38 @@ await_mesh() {
       fi
       curl -fs -o /dev/null "http://localhost:${MESH_PORTS[$i]}/q/health/ready" && ready=$((ready + 1))
     done
-    printf '\rmoemesh: %d of %d services ready' "$ready" "${#MESH_PIDS[@]}" >&2
-    ((ready == ${#MESH_PIDS[@]})) && { echo >&2; return 0; }
+    for i in "${!MESH_OWNED_PORTS[@]}"; do
+      curl -fs -o /dev/null "http://localhost:${MESH_OWNED_PORTS[$i]}/q/health/ready" && ready=$((ready + 1))
+    done
+    local total=$((${#MESH_PIDS[@]} + ${#MESH_OWNED_PORTS[@]}))
+    printf '\rmoemesh: %d of %d services ready' "$ready" "$total" >&2
+    ((ready == total)) && { echo >&2; return 0; }
     sleep 1
   done
   echo >&2
   echo "moemesh: not every service was ready within ${MOEMESH_READY_TIMEOUT:-300} s (logs in $MESH_LOGS)" >&2
+  for i in "${!MESH_OWNED_PORTS[@]}"; do # the planner's replicas: their logs are beside the others
+    curl -fs -o /dev/null "http://localhost:${MESH_OWNED_PORTS[$i]}/q/health/ready" \
+      || echo "moemesh: ${MESH_OWNED_NAMES[$i]} (started by the planner) is not ready: $MESH_LOGS/${MESH_OWNED_NAMES[$i]}.log" >&2
+  done
   return 1
 }
 
+# start_planner TTFT_MS ITL_MS PROFILE MIN_PREFILL MIN_DECODE MAX: the planner with the local connector, which starts
+# the prefill and decode replicas from $MESH_LOGS/{prefill,decode}.launch and stops them when it stops. Its other
+# settings (interval, cool-downs, ...) come from MOEMESH_PLANNER_* in the environment (docs/planner.md).
+start_planner() {
+  local MESH_COMMON=(quarkus.http.host=127.0.0.1) # no gRPC, no mesh key: it scrapes /q/metrics and starts processes
+  start_service planner planner 9700 moemesh.planner.connector=local "moemesh.planner.ttft-target=$1ms" \
+    "moemesh.planner.itl-target=$2ms" "moemesh.planner.profile=$3" "moemesh.planner.local.log-dir=$MESH_LOGS" \
+    "moemesh.planner.local.prefill-launch=$MESH_LOGS/prefill.launch" "moemesh.planner.local.decode-launch=$MESH_LOGS/decode.launch" \
+    "moemesh.planner.prefill.min-replicas=$4" "moemesh.planner.decode.min-replicas=$5" \
+    "moemesh.planner.prefill.max-replicas=$6" "moemesh.planner.decode.max-replicas=$6"
+}
+
 cmd_up() {
-  local model='' replicas=2 prefills=1 stores=1 port=8000 host=127.0.0.1 detach=0 precision=int8 single=0 threads='' shards=2 shared='' redundant=2 balance=60s speculative=0
+  local model='' replicas='' prefills=1 stores=1 port=8000 host=127.0.0.1 detach=0 precision=int8 single=0 threads='' shards=2 shared='' redundant=2 balance=60s speculative=0
+  local planner=0 ttft=500 itl=50 max_replicas=2 profile="$ROOT/planner/profiles/demo-zen3-avx2-2cores.json"
   while (($#)); do
     case $1 in
       --model) model=${2:?--model needs a directory}; shift 2 ;;
@@ -89,11 +127,18 @@ cmd_up() {
       --redundant-slots) redundant=${2:?--redundant-slots needs a number}; shift 2 ;;
       --balance-every) balance=${2:?--balance-every needs a duration, e.g. 60s (0 = off)}; shift 2 ;;
       --speculative-tokens) speculative=${2:?--speculative-tokens needs a number (0 = off)}; shift 2 ;;
+      --planner) planner=1; shift ;;
+      --ttft-target) ttft=${2:?--ttft-target needs milliseconds}; shift 2 ;;
+      --itl-target) itl=${2:?--itl-target needs milliseconds}; shift 2 ;;
+      --max-replicas) max_replicas=${2:?--max-replicas needs a number}; shift 2 ;;
+      --profile) profile=${2:?--profile needs a file}; shift 2 ;;
       --single) single=1; shift ;;
       --detach) detach=1; shift ;;
       *) die_usage "up: unknown option '$1'" ;;
     esac
   done
+  # with --planner the replica counts are the minimum the planner keeps (1 each unless given)
+  [[ -n $replicas ]] || { ((planner)) && replicas=1 || replicas=2; }
   [[ $replicas =~ ^[1-9][0-9]*$ ]] || die_usage "up: --decode-replicas must be a positive number, got '$replicas'"
   [[ $prefills =~ ^[1-9]$ ]] || die_usage "up: --prefill-replicas must be 1 to 9, got '$prefills'"
   [[ $stores =~ ^[1-9]$ ]] || die_usage "up: --kv-stores must be 1 to 9, got '$stores'"
@@ -103,6 +148,17 @@ cmd_up() {
   [[ $redundant =~ ^[0-9]+$ ]] || die_usage "up: --redundant-slots must be a number, got '$redundant'"
   [[ $speculative =~ ^[0-9]+$ ]] || die_usage "up: --speculative-tokens must be a number (0 = off), got '$speculative'"
   [[ $balance =~ ^[0-9]+(ms|s|m|h)?$ ]] || die_usage "up: --balance-every must be a duration such as 60s or 0, got '$balance'"
+  if ((planner)); then
+    ((single == 0)) || die_usage "up: --planner sizes the prefill and decode stages; --single has neither"
+    [[ $ttft =~ ^[1-9][0-9]*$ ]] || die_usage "up: --ttft-target must be milliseconds, got '$ttft'"
+    [[ $itl =~ ^[1-9][0-9]*$ ]] || die_usage "up: --itl-target must be milliseconds, got '$itl'"
+    # replica i serves on base + 10·i: a tenth prefill replica would take decode-0's port, a tenth decode kv-store-0's
+    [[ $max_replicas =~ ^[1-9]$ ]] || die_usage "up: --max-replicas must be 1 to 9, got '$max_replicas'"
+    ((replicas <= max_replicas && prefills <= max_replicas)) \
+      || die_usage "up: --decode-replicas and --prefill-replicas (the planner's minimum) must not exceed --max-replicas $max_replicas"
+    [[ -f $profile ]] || { echo "moemesh: no planner profile at $profile" >&2; exit 1; }
+    profile=$(cd "$(dirname "$profile")" && pwd)/$(basename "$profile")
+  fi
   [[ -n $shared ]] || { ((shards > 0)) && shared=remote || shared=local; } # the shared experts go where the routed go
   [[ $shared == local || $shared == remote ]] || die_usage "up: --shared-experts must be local or remote, got '$shared'"
   # --single: one engine process with its experts inside it, the baseline the mesh is measured against
@@ -118,6 +174,7 @@ cmd_up() {
   local m modules=(kv-store prefill-svc decode-svc gateway)
   ((single)) && modules=(decode-svc gateway)
   ((shards == 0)) || modules+=(expert-svc)
+  ((planner == 0)) || modules+=(planner)
   for m in "${modules[@]}"; do ensure_built "$m"; done
 
   MESH_LOGS="$(mesh_home)/logs/$(date +%Y%m%d-%H%M%S)"
@@ -133,7 +190,7 @@ cmd_up() {
   local cores i decode_list='' prefill_list='' prefill_threads decode_threads
   cores=$(nproc 2>/dev/null || echo 2)
   prefill_threads=${threads:-$cores}
-  decode_threads=${threads:-$((single ? cores : cores / replicas))}
+  decode_threads=${threads:-$((single ? cores : cores / (planner ? max_replicas : replicas)))}
   ((decode_threads >= 1)) || decode_threads=1
   # prefill and decode alike: a prefill with speculation on hands the MTP layer's KV and the first draft to decode
   local engine=("moemesh.engine.model-dir=$model" "moemesh.engine.precision=$precision" "moemesh.engine.speculative-tokens=$speculative")
@@ -163,19 +220,32 @@ cmd_up() {
       start_service "kv-store-$i" kv-store $((9400 + 10 * i)) quarkus.grpc.server.port=$((9401 + 10 * i))
       store_list+="${store_list:+,}localhost:$((9401 + 10 * i))"
     done
-    for ((i = 0; i < prefills; i++)); do # the gateway routes each prompt by its prefix (README, "Routing")
-      start_service "prefill-$i" prefill-svc $((9200 + 10 * i)) quarkus.grpc.server.port=$((9201 + 10 * i)) \
-        "moemesh.prefill.kv-store=$store_list" "${engine[@]}" "moemesh.engine.threads=$prefill_threads" "${remote[@]}"
-      prefill_list+="${prefill_list:+,}localhost:$((9201 + 10 * i))"
-    done
+    local prefill=("moemesh.prefill.kv-store=$store_list" "${engine[@]}" "moemesh.engine.threads=$prefill_threads" "${remote[@]}")
+    if ((planner)); then # the planner starts them; the gateway knows every port a replica may come up on
+      service_command prefill-svc '{httpPort}' 'quarkus.grpc.server.port={grpcPort}' "${prefill[@]}" >"$MESH_LOGS/prefill.launch"
+      for ((i = 0; i < prefills; i++)); do await_owned "prefill-$i" $((9200 + 10 * i)); done
+      for ((i = 0; i < max_replicas; i++)); do prefill_list+="${prefill_list:+,}localhost:$((9201 + 10 * i))"; done
+    else
+      for ((i = 0; i < prefills; i++)); do # the gateway routes each prompt by its prefix (README, "Routing")
+        start_service "prefill-$i" prefill-svc $((9200 + 10 * i)) quarkus.grpc.server.port=$((9201 + 10 * i)) "${prefill[@]}"
+        prefill_list+="${prefill_list:+,}localhost:$((9201 + 10 * i))"
+      done
+    fi
     routing=("moemesh.gateway.prefill.replicas=$prefill_list")
     decode_stores=("moemesh.decode.kv-stores=$store_list") # decode dials no store a request names beyond these
   fi
-  for ((i = 0; i < replicas; i++)); do
-    start_service "decode-$i" decode-svc $((9300 + 10 * i)) quarkus.grpc.server.port=$((9301 + 10 * i)) "${engine[@]}" \
-      "moemesh.engine.threads=$decode_threads" "${remote[@]}" "${decode_stores[@]}"
-    decode_list+="${decode_list:+,}localhost:$((9301 + 10 * i))"
-  done
+  local decode=("${engine[@]}" "moemesh.engine.threads=$decode_threads" "${remote[@]}" "${decode_stores[@]}")
+  if ((planner)); then
+    service_command decode-svc '{httpPort}' 'quarkus.grpc.server.port={grpcPort}' "${decode[@]}" >"$MESH_LOGS/decode.launch"
+    for ((i = 0; i < replicas; i++)); do await_owned "decode-$i" $((9300 + 10 * i)); done
+    for ((i = 0; i < max_replicas; i++)); do decode_list+="${decode_list:+,}localhost:$((9301 + 10 * i))"; done
+    start_planner "$ttft" "$itl" "$profile" "$prefills" "$replicas" "$max_replicas"
+  else
+    for ((i = 0; i < replicas; i++)); do
+      start_service "decode-$i" decode-svc $((9300 + 10 * i)) quarkus.grpc.server.port=$((9301 + 10 * i)) "${decode[@]}"
+      decode_list+="${decode_list:+,}localhost:$((9301 + 10 * i))"
+    done
+  fi
   start_service gateway gateway "$port" "moemesh.gateway.model-dir=$model" "${routing[@]}" \
     "moemesh.gateway.decode.replicas=$decode_list" "quarkus.http.host=$host"
   if ! await_mesh; then
@@ -185,6 +255,7 @@ cmd_up() {
   local spec_note=''
   ((speculative == 0)) || spec_note=", MTP speculative decoding k=$speculative"
   local shape="${prefills} prefill and ${replicas} decode replica(s), ${stores} kv-store(s)"
+  ((planner)) && shape="planner (TTFT ${ttft} ms, ITL ${itl} ms; ${prefills}-${max_replicas} prefill and ${replicas}-${max_replicas} decode replicas, now ${prefills} and ${replicas}), ${stores} kv-store(s)"
   ((single)) && shape="one decode process that computes the prompts too (--single)"
   ((shards == 0)) || shape+=", $shards routed-expert shard(s) ($redundant redundant slots, rebalanced every $balance), shared experts $shared"
   cat <<MSG
@@ -196,6 +267,9 @@ moemesh: the mesh is up on $(basename "$model") ($precision$spec_note; kernel th
 MSG
   ((shards == 0)) || cat <<MSG
   balancer     curl -s http://localhost:9500/q/metrics | grep -E 'moemesh_expert_(balancedness|placement_version)'
+MSG
+  ((planner == 0)) || cat <<MSG
+  planner      curl -s http://localhost:9700/q/metrics | grep moemesh_planner_replicas   (decisions: $MESH_LOGS/planner.log)
 MSG
   if ((detach)); then
     printf '%s\n' "${MESH_PIDS[@]}" >"$pids_file"

@@ -37,6 +37,16 @@ public final class LocalProcessConnector implements ReplicaConnector, ReplicaDis
       return httpBasePort + 10 * index;
     }
 
+    /**
+     * A launch from a file that holds the command one argument a line (arguments may hold spaces and commas, as
+     * {@code bin/moemesh up}'s service properties do); blank lines are skipped.
+     */
+    public static Launch read(Path file, int httpBasePort) throws IOException {
+      List<String> args = Files.readAllLines(file).stream().filter(line -> !line.isBlank()).toList();
+      if (args.isEmpty()) throw new IOException(file + " holds no command");
+      return new Launch(args, httpBasePort);
+    }
+
     List<String> commandFor(int index) {
       return command.stream().map(arg -> arg.replace("{index}", Integer.toString(index))
           .replace("{httpPort}", Integer.toString(httpPort(index))).replace("{grpcPort}", Integer.toString(httpPort(index) + 1))).toList();
@@ -85,19 +95,23 @@ public final class LocalProcessConnector implements ReplicaConnector, ReplicaDis
     return urls;
   }
 
-  /** Stops every process it started. */
+  /** Stops every process it started: SIGTERM to all at once (each drains in parallel), then waits for each. */
   @Override
   public synchronized void close() {
+    List<Process> all = new ArrayList<>();
     for (List<Process> processes : running.values()) {
-      while (!processes.isEmpty()) stop(processes.removeLast());
+      all.addAll(processes);
+      processes.clear();
     }
+    all.forEach(Process::destroy);
+    all.forEach(this::stop);
   }
 
   private Process start(Stage stage, Launch launch, int index) {
     try {
       Files.createDirectories(logDir);
       Path log = logDir.resolve(stage.label() + "-" + index + ".log");
-      return new ProcessBuilder(launch.commandFor(index)).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+      return new ProcessBuilder(launch.commandFor(index)).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
     } catch (IOException e) {
       throw new ConnectorException(stage, "starting replica " + index, e);
     }

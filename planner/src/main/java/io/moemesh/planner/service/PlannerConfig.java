@@ -73,6 +73,39 @@ public interface PlannerConfig {
   @WithDefault("0.5")
   double correctionWeight();
 
+  /** The {@code local} connector's processes. */
+  Local local();
+
+  /** How the {@code local} connector starts a stage's replica i (docs/planner.md, "Connectors"). */
+  interface Local {
+    /**
+     * A file holding the command that starts a prefill replica, one argument a line, with {@code {index}},
+     * {@code {httpPort}} and {@code {grpcPort}} filled in per replica ({@code bin/moemesh up --planner} writes it).
+     */
+    Optional<Path> prefillLaunch();
+
+    /** The same for a decode replica. */
+    Optional<Path> decodeLaunch();
+
+    /** HTTP port of prefill replica 0; replica i serves HTTP on base + 10·i and gRPC one above ({@code up}'s ports). */
+    @WithDefault("9200")
+    int prefillHttpBase();
+
+    /** HTTP port of decode replica 0. */
+    @WithDefault("9300")
+    int decodeHttpBase();
+
+    /** Where replica i of a stage logs ({@code <stage>-<i>.log}); default: {@code java.io.tmpdir}/moemesh-planner. */
+    Optional<Path> logDir();
+
+    /**
+     * How long a replica stopped with SIGTERM may take to exit (its drain, then its JVM's shutdown) before it is
+     * killed; longer than the replicas' drain timeout.
+     */
+    @WithDefault("60s")
+    Duration stopGrace();
+  }
+
   /** A stage's replica bounds. */
   interface Bounds {
     /** The fewest replicas, at least 1. */
@@ -88,6 +121,8 @@ public interface PlannerConfig {
     /** scale the Deployments moemesh-prefill and moemesh-decode through the Kubernetes API */
     KUBERNETES,
     /** decide, log and export, but change nothing: the actual count is the number of replicas found */
-    ADVISORY
+    ADVISORY,
+    /** start and stop the replicas as local processes ({@code bin/moemesh up --planner}): the planner owns them */
+    LOCAL
   }
 }

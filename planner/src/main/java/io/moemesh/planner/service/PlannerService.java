@@ -3,7 +3,9 @@ package io.moemesh.planner.service;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.moemesh.planner.Stage;
 import io.moemesh.planner.connect.AdvisoryConnector;
+import io.moemesh.planner.connect.LocalProcessConnector;
 import io.moemesh.planner.connect.KubernetesConnector;
 import io.moemesh.planner.connect.KubernetesDiscovery;
 import io.moemesh.planner.connect.ReplicaConnector;
@@ -21,6 +23,9 @@ import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.event.Observes;
 import jakarta.inject.Inject;
 import java.io.IOException;
+import java.nio.file.Path;
+import java.util.EnumMap;
+import java.util.Map;
 import java.time.Clock;
 import java.time.Instant;
 import java.util.concurrent.Executors;
@@ -40,6 +45,7 @@ public class PlannerService {
   @Inject PlannerConfig config;
   @Inject MeterRegistry registry;
   private KubernetesClient kubernetes;
+  private LocalProcessConnector local;
   private ScheduledExecutorService timer;
   private volatile Instant lastRoundAt;
 
@@ -49,11 +55,20 @@ public class PlannerService {
         new StageBounds(config.prefill().minReplicas(), config.prefill().maxReplicas()),
         new StageBounds(config.decode().minReplicas(), config.decode().maxReplicas()), config.scaleUpCooldown(),
         config.scaleDownCooldown(), config.backlogDrain(), config.maxCorrection(), config.correctionWeight());
-    ReplicaDiscovery discovery = discovery();
-    ReplicaConnector connector = switch (config.connector()) {
-      case KUBERNETES -> new KubernetesConnector(kubernetes(), namespace());
-      case ADVISORY -> new AdvisoryConnector(discovery);
-    };
+    ReplicaConnector connector;
+    ReplicaDiscovery discovery;
+    if (config.connector() == PlannerConfig.ConnectorKind.LOCAL) {
+      local = localProcesses();
+      connector = local;
+      discovery = local; // the processes it started, on their ports
+    } else {
+      discovery = discovery();
+      connector = switch (config.connector()) {
+        case KUBERNETES -> new KubernetesConnector(kubernetes(), namespace());
+        case ADVISORY -> new AdvisoryConnector(discovery);
+        case LOCAL -> throw new AssertionError();
+      };
+    }
     var round = new PlanningRound(new Planner(settings, profile), discovery,
         new MetricsScraper(config.scrapeTimeout(), Clock.systemUTC()), connector, new PlannerMetrics(registry), Clock.systemUTC());
     LOG.info("planner: ttft " + config.ttftTarget().toMillis() + " ms, itl " + config.itlTarget().toMillis() + " ms at p"
@@ -61,20 +76,48 @@ public class PlannerService {
         + config.connector() + ", profile " + config.profile() + " (" + profile.measuredOn() + ")");
     timer = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().name("planner").daemon().factory());
     long period = config.interval().toMillis();
-    timer.scheduleAtFixedRate(() -> {
+    // a fixed delay, not a fixed rate: a round that waits for a replica's drain is not followed at once by one that
+    // observes a fraction of a second (whose request rate is noise, and scaled a live mesh back up once)
+    timer.scheduleWithFixedDelay(() -> {
       round.run();
       lastRoundAt = Instant.now();
     }, 0, period, TimeUnit.MILLISECONDS);
   }
 
-  void stop(@Observes ShutdownEvent event) {
-    if (timer != null) timer.shutdownNow();
+  void stop(@Observes ShutdownEvent event) throws InterruptedException {
+    if (timer != null) {
+      timer.shutdown(); // a round that is scaling down waits for its replica's drain
+      if (!timer.awaitTermination(config.local().stopGrace().toMillis() * 2, TimeUnit.MILLISECONDS)) timer.shutdownNow();
+    }
+    if (local != null) {
+      LOG.info("planner: stopping the replicas it started");
+      local.close();
+    }
     if (kubernetes != null) kubernetes.close();
   }
 
   /** When the last round ended; null before the first. */
   public Instant lastRoundAt() {
     return lastRoundAt;
+  }
+
+  /** The local connector from its launch files; a stage without one cannot be scaled (each round logs it). */
+  private LocalProcessConnector localProcesses() throws IOException {
+    if (config.prefillReplicas().isPresent() || config.decodeReplicas().isPresent()) {
+      throw new IllegalArgumentException("moemesh.planner.prefill-replicas and decode-replicas are for the kubernetes and "
+          + "advisory connectors: the local connector finds the replicas it started");
+    }
+    PlannerConfig.Local local = config.local();
+    Map<Stage, LocalProcessConnector.Launch> launches = new EnumMap<>(Stage.class);
+    if (local.prefillLaunch().isPresent())
+      launches.put(Stage.PREFILL, LocalProcessConnector.Launch.read(local.prefillLaunch().get(), local.prefillHttpBase()));
+    if (local.decodeLaunch().isPresent())
+      launches.put(Stage.DECODE, LocalProcessConnector.Launch.read(local.decodeLaunch().get(), local.decodeHttpBase()));
+    if (launches.isEmpty()) {
+      throw new IllegalArgumentException("the local connector needs moemesh.planner.local.prefill-launch or decode-launch");
+    }
+    Path logDir = local.logDir().orElseGet(() -> Path.of(System.getProperty("java.io.tmpdir"), "moemesh-planner"));
+    return new LocalProcessConnector(launches, logDir, local.stopGrace());
   }
 
   private ReplicaDiscovery discovery() {

@@ -55,6 +55,19 @@ class LocalProcessConnectorTest {
   }
 
   @Test
+  void aLaunchFileHoldsOneArgumentALine(@org.junit.jupiter.api.io.TempDir Path dir) throws IOException {
+    Path file = dir.resolve("decode.launch");
+    java.nio.file.Files.writeString(file, "java\n-Dquarkus.http.port={httpPort}\n\n-Dmoemesh.decode.kv-stores=localhost:9401,localhost:9411\n"
+        + "-Dname=decode {index}\n-Dquarkus.grpc.server.port={grpcPort}\n");
+    var launch = LocalProcessConnector.Launch.read(file, 9300);
+    assertThat(launch.commandFor(2)).containsExactly("java", "-Dquarkus.http.port=9320",
+        "-Dmoemesh.decode.kv-stores=localhost:9401,localhost:9411", "-Dname=decode 2", "-Dquarkus.grpc.server.port=9321");
+    java.nio.file.Files.writeString(file, "\n \n");
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> LocalProcessConnector.Launch.read(file, 9300))
+        .isInstanceOf(IOException.class).hasMessageEndingWith("holds no command");
+  }
+
+  @Test
   void aStageWithoutALaunchCommandIsAnError() {
     try (var connector = new LocalProcessConnector(Map.of(), Path.of("target", "local-replicas"), Duration.ofSeconds(1))) {
       org.assertj.core.api.Assertions.assertThatThrownBy(() -> connector.scale(Stage.PREFILL, 1))
