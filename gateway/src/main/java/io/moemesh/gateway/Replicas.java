@@ -171,6 +171,9 @@ public class Replicas {
   private void pollAll() {
     for (Replica r : all()) {
       if (!r.startPoll()) continue;
+      // a channel to an address where nothing listened backs off up to minutes: a replica that starts there (scaled
+      // up, restarted) would wait that long; each poll tries it afresh (a new replica was first used 11-37 s after ready)
+      if (!r.reachable()) r.channel().resetConnectBackoff();
       StreamObserver<LoadReport> answer = new StreamObserver<>() {
         @Override public void onNext(LoadReport report) { r.polled(report); }
         @Override public void onError(Throwable t) { r.pollFailed(io.grpc.Status.fromThrowable(t).getCode()); }
