@@ -1,6 +1,8 @@
 package io.moemesh.prefill;
 
+import io.moemesh.enginehost.ConfigConverters.Positive;
 import io.smallrye.config.ConfigMapping;
+import io.smallrye.config.WithConverter;
 import io.smallrye.config.WithDefault;
 import java.time.Duration;
 
@@ -33,6 +35,7 @@ public interface PrefillConfig {
 
     /** The shortest stored prefix worth reading instead of computing. */
     @WithDefault("32")
+    @WithConverter(Positive.class)
     int minTokens();
 
     /** How long a prompt waits for the stores' LookupPrefix answers (a late store counts as holding nothing). */

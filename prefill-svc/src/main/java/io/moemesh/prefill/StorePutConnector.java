@@ -57,8 +57,6 @@ public class StorePutConnector implements KvConnector {
   void start() {
     stores = new KvStores(KvStores.parse(config.kvStore()), this::stats);
     PrefillConfig.StoredPrefix stored = config.storedPrefix();
-    if (stored.minTokens() < 1)
-      throw new IllegalArgumentException("moemesh.prefill.stored-prefix.min-tokens must be ≥ 1, got " + stored.minTokens());
     prefixes = new StoredPrefixes(KvStores.parse(config.kvStore()), this::channel, transfers, stored.lookupTimeout(), stored.minTokens());
     if (stores.size() > 1) { // one store is always the pick
       poller = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().name("kv-store-stats").daemon().factory());
