@@ -7,7 +7,6 @@ import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.event.Observes;
 import jakarta.inject.Inject;
 import java.time.Duration;
-import org.eclipse.microprofile.config.inject.ConfigProperty;
 
 /**
  * SIGTERM drains the replica before anything stops ({@link Drain}): the gateways stop routing here at once, running
@@ -19,15 +18,13 @@ import org.eclipse.microprofile.config.inject.ConfigProperty;
 public class DecodeDrain {
   @Inject Drain drain;
 
-  /** How long running streams may go on once a drain starts (SIGTERM, or a Drain call without a timeout). */
-  @ConfigProperty(name = "moemesh.decode.drain-timeout", defaultValue = "30s")
-  Duration timeout;
+  @Inject DecodeConfig config;
 
   void onShutdown(@Observes @Priority(1) ShutdownEvent event) {
-    drain.drain(timeout);
+    drain.drain(config.drainTimeout());
   }
 
   Duration timeout() {
-    return timeout;
+    return config.drainTimeout();
   }
 }

@@ -22,7 +22,6 @@ import io.smallrye.mutiny.Multi;
 import io.smallrye.mutiny.Uni;
 import io.smallrye.mutiny.subscription.MultiEmitter;
 import jakarta.inject.Inject;
-import org.eclipse.microprofile.config.inject.ConfigProperty;
 
 /**
  * Decode over gRPC: adapts the wire to the engine and back, nothing else. Tokens go out as the engine's step
@@ -39,15 +38,7 @@ public class DecodeService implements Decode {
   @Inject Drain drain;
   @Inject DecodeDrain drainSettings;
 
-  @ConfigProperty(name = "moemesh.decode.on-load-failure", defaultValue = "recompute")
-  String defaultOnLoadFailure;
-
-  /**
-   * The kv-stores a ticket may name (as the prefills list them); unset = any store a caller names (only callers with
-   * the mesh's credentials can hand one over). Set, decode never dials an address a request chose.
-   */
-  @ConfigProperty(name = "moemesh.decode.kv-stores")
-  java.util.Optional<java.util.List<String>> kvStores;
+  @Inject DecodeConfig config;
 
   @Override
   public Multi<GenerateResponse> generate(GenerateRequest request) {
@@ -101,7 +92,7 @@ public class DecodeService implements Decode {
     if (r.hasTicket()) {
       if (!r.hasFirstToken()) throw new IllegalArgumentException("a request with a KV ticket needs the prefill's first_token");
       String store = r.getTicket().getStoreAddress();
-      if (kvStores.isPresent() && !kvStores.get().contains(store))
+      if (config.kvStores().isPresent() && !config.kvStores().get().contains(store))
         throw new IllegalArgumentException("the ticket names kv-store " + store + ", which this replica does not read from"
             + " (moemesh.decode.kv-stores)");
       if (r.getTicket().getNumTokens() != prompt.length)
@@ -121,7 +112,7 @@ public class DecodeService implements Decode {
     return switch (p) {
       case LOAD_FAILURE_POLICY_FAIL -> KvHandoff.OnLoadFailure.FAIL;
       case LOAD_FAILURE_POLICY_RECOMPUTE -> KvHandoff.OnLoadFailure.RECOMPUTE;
-      case LOAD_FAILURE_POLICY_UNSPECIFIED, UNRECOGNIZED -> KvHandoff.OnLoadFailure.valueOf(defaultOnLoadFailure.toUpperCase(java.util.Locale.ROOT));
+      case LOAD_FAILURE_POLICY_UNSPECIFIED, UNRECOGNIZED -> config.onLoadFailure();
     };
   }
 

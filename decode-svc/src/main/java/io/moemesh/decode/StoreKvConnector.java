@@ -25,7 +25,6 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
-import org.eclipse.microprofile.config.inject.ConfigProperty;
 import org.jboss.logging.Logger;
 
 /**
@@ -45,9 +44,7 @@ public class StoreKvConnector implements KvConnector {
   private volatile LeaseKeeper leases;
   @Inject KvTransfers kvTransfers;
 
-  /** The lease a waiting request's object gets each time it is extended (every half of it); at most kv-store's max-lease. */
-  @ConfigProperty(name = "moemesh.decode.kv-lease-extension", defaultValue = "30s")
-  Duration leaseExtension;
+  @Inject DecodeConfig config;
 
   /** One ticket's way into the engine: expected (its lease kept), then loading, until loaded or abandoned. */
   private static final class Transfer {
@@ -164,7 +161,7 @@ public class StoreKvConnector implements KvConnector {
   private LeaseKeeper leases() {
     if (leases == null) {
       synchronized (this) {
-        if (leases == null) leases = new LeaseKeeper(leaseExtension, a -> KvStoreGrpc.newStub(channel(a)), InstantSource.system());
+        if (leases == null) leases = new LeaseKeeper(config.kvLeaseExtension(), a -> KvStoreGrpc.newStub(channel(a)), InstantSource.system());
       }
     }
     return leases;

@@ -10,10 +10,10 @@ import io.grpc.ManagedChannelBuilder;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.stub.StreamObserver;
-import io.moemesh.engine.EngineSettings;
 import io.moemesh.engine.GenerationRequest;
 import io.moemesh.engine.KvConnector;
 import io.moemesh.engine.LoadedEngine;
+import io.moemesh.enginehost.ConfigMappings;
 import io.moemesh.model.demo.DemoCheckpoint;
 import io.moemesh.model.sampling.SamplingParams;
 import io.moemesh.model.tokenizer.Tokenizer;
@@ -43,7 +43,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.IntStream;
@@ -101,8 +100,8 @@ class CancellationMeshTest {
     gateway = ServiceProcess.start("gateway", "cancel-gateway", List.of("moemesh.gateway.model-dir=" + model, meshKey,
         "moemesh.gateway.max-queue-wait=1h",
         "moemesh.gateway.prefill.replicas=" + prefill.grpcAddress(), "moemesh.gateway.decode.replicas=" + decode.grpcAddress()));
-    reference = LoadedEngine.open(EngineSettings.fromConfig("e", key -> Optional.ofNullable(
-        Map.of("e.model-dir", model.toString(), "e.kv-cache-memory", "16M").get(key))), KvConnector.NONE, (done, total) -> {});
+    reference = LoadedEngine.open(ConfigMappings.engine(Map.of("moemesh.engine.model-dir", model.toString(), "moemesh.engine.kv-cache-memory", "16M")),
+        KvConnector.NONE, (done, total) -> {});
     tokenizer = Tokenizer.load(model);
     for (ServiceProcess p : List.of(kvStore, prefill, decode, gateway)) p.awaitReady(DisaggregatedMeshTest.READY);
     credentials = new MeshAuth(MeshKey.read(keyFile)).clientInterceptor();

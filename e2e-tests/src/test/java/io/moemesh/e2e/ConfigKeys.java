@@ -1,7 +1,5 @@
 package io.moemesh.e2e;
 
-import io.moemesh.engine.EngineSettings;
-import io.moemesh.enginehost.ExpertsSettings;
 import io.smallrye.config.WithName;
 import java.io.IOException;
 import java.io.InputStream;
@@ -26,9 +24,9 @@ import java.util.stream.Stream;
 
 /**
  * The configuration keys a service reads, found in its code rather than listed: its {@code @ConfigMapping} interfaces
- * (walked by reflection), the keys the engines' hand parsers ask for ({@link EngineSettings#fromConfig},
- * {@link ExpertsSettings#fromConfig}, recorded as they ask), the keys its sources read ({@code @ConfigProperty},
- * {@code getOptionalValue}, system-property constants), the keys its {@code application.properties} sets, and the
+ * (walked by reflection, the engines' {@code EngineConfig} and {@code ExpertsConfig} among them), the keys its
+ * sources read ({@code @ConfigProperty}, {@code getOptionalValue}, system-property constants), the keys its
+ * {@code application.properties} sets, and the
  * OpenTelemetry variables that the telemetry module maps. A service is its module and the project modules it
  * depends on.
  */
@@ -83,16 +81,7 @@ final class ConfigKeys {
         while (otel.find()) keys.add(otel.group(1));
       }
     }
-    if (modules.contains("engine-host")) {
-      EngineSettings.fromConfig("moemesh.engine", key -> recorded(keys, key, key.endsWith(".model-dir") ? "/models/any" : null));
-      ExpertsSettings.fromConfig(key -> recorded(keys, key, null));
-    }
     return keys;
-  }
-
-  private static Optional<String> recorded(Set<String> keys, String key, String value) {
-    keys.add(key);
-    return Optional.ofNullable(value);
   }
 
   /** A mapping interface's keys: a method per key (kebab-case, or its {@code @WithName}), an interface return type a group. */

@@ -4,10 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
-import io.moemesh.engine.EngineSettings;
 import io.moemesh.engine.GenerationRequest;
 import io.moemesh.engine.KvConnector;
 import io.moemesh.engine.LoadedEngine;
+import io.moemesh.enginehost.ConfigMappings;
 import io.moemesh.model.demo.DemoCheckpoint;
 import io.moemesh.model.sampling.SamplingParams;
 import io.moemesh.proto.common.v1.FinishReason;
@@ -34,7 +34,6 @@ import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Random;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
@@ -94,8 +93,8 @@ class DisaggregatedMeshTest {
     decodeChannel = ManagedChannelBuilder.forTarget(decode.grpcAddress()).usePlaintext().build();
     storeChannel = ManagedChannelBuilder.forTarget(kvStore.grpcAddress()).usePlaintext().build();
     store2Channel = ManagedChannelBuilder.forTarget(kvStore2.grpcAddress()).usePlaintext().build();
-    reference = LoadedEngine.open(EngineSettings.fromConfig("e", key -> Optional.ofNullable(
-        Map.of("e.model-dir", model.toString(), "e.kv-cache-memory", "16M").get(key))), KvConnector.NONE, (done, total) -> {});
+    reference = LoadedEngine.open(ConfigMappings.engine(Map.of("moemesh.engine.model-dir", model.toString(), "moemesh.engine.kv-cache-memory", "16M")),
+        KvConnector.NONE, (done, total) -> {});
   }
 
   @AfterAll

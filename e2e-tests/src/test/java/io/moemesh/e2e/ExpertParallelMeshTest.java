@@ -6,10 +6,10 @@ import static org.awaitility.Awaitility.await;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
-import io.moemesh.engine.EngineSettings;
 import io.moemesh.engine.GenerationRequest;
 import io.moemesh.engine.KvConnector;
 import io.moemesh.engine.LoadedEngine;
+import io.moemesh.enginehost.ConfigMappings;
 import io.moemesh.model.ExpertWeights;
 import io.moemesh.model.demo.DemoCheckpoint;
 import io.moemesh.model.moe.Placement;
@@ -37,7 +37,6 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Optional;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -104,8 +103,8 @@ class ExpertParallelMeshTest {
         "moemesh.gateway.decode.replicas=" + decode0.grpcAddress() + "," + decode1.grpcAddress()));
     for (ServiceProcess p : List.of(shard0, shard1, shared, kvStore, prefill, decode0, decode1, gateway)) p.awaitReady(READY);
     decodeChannel = ManagedChannelBuilder.forTarget(decode0.grpcAddress()).usePlaintext().build();
-    reference = LoadedEngine.open(EngineSettings.fromConfig("e", key -> Optional.ofNullable(
-        Map.of("e.model-dir", model.toString(), "e.kv-cache-memory", "16M").get(key))), KvConnector.NONE, (done, total) -> {});
+    reference = LoadedEngine.open(ConfigMappings.engine(Map.of("moemesh.engine.model-dir", model.toString(), "moemesh.engine.kv-cache-memory", "16M")),
+        KvConnector.NONE, (done, total) -> {});
   }
 
   @AfterAll

@@ -7,10 +7,10 @@ import static org.awaitility.Awaitility.await;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.moemesh.e2e.CancellationMeshTest.Scrape;
-import io.moemesh.engine.EngineSettings;
 import io.moemesh.engine.GenerationRequest;
 import io.moemesh.engine.KvConnector;
 import io.moemesh.engine.LoadedEngine;
+import io.moemesh.enginehost.ConfigMappings;
 import io.moemesh.model.sampling.SamplingParams;
 import io.moemesh.model.tokenizer.Tokenizer;
 import java.net.URI;
@@ -75,8 +75,9 @@ class MigrationMeshTest {
         "moemesh.otlp.endpoint=" + traces.endpoint(), "quarkus.otel.bsp.schedule.delay=100ms",
         "moemesh.gateway.max-queue-wait=1h", "moemesh.gateway.prefill.replicas=" + prefill.grpcAddress(),
         "moemesh.gateway.decode.replicas=" + decodeA.grpcAddress() + "," + decodeB.grpcAddress()));
-    reference = LoadedEngine.open(EngineSettings.fromConfig("e", key -> Optional.ofNullable(
-        Map.of("e.model-dir", MODEL.toString(), "e.kv-cache-memory", "64M", "e.precision", "bf16").get(key))), KvConnector.NONE, (done, total) -> {});
+    reference = LoadedEngine.open(ConfigMappings.engine(Map.of("moemesh.engine.model-dir", MODEL.toString(),
+        "moemesh.engine.kv-cache-memory", "64M", "moemesh.engine.precision", "bf16")),
+        KvConnector.NONE, (done, total) -> {});
     tokenizer = Tokenizer.load(MODEL);
     for (ServiceProcess p : List.of(kvStore, prefill, decodeA, decodeB, gateway)) p.awaitReady(DisaggregatedMeshTest.READY);
   }

@@ -4,10 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
-import io.moemesh.engine.EngineSettings;
 import io.moemesh.engine.GenerationRequest;
 import io.moemesh.engine.KvConnector;
 import io.moemesh.engine.LoadedEngine;
+import io.moemesh.enginehost.ConfigMappings;
 import io.moemesh.model.ModelConfigReader;
 import io.moemesh.model.demo.DemoCheckpoint;
 import io.moemesh.model.sampling.SamplingParams;
@@ -24,7 +24,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.IntStream;
@@ -64,8 +63,8 @@ class SpeculativeMeshTest {
     prefillChannel = ManagedChannelBuilder.forTarget(prefill.grpcAddress()).usePlaintext().build();
     decodeChannel = ManagedChannelBuilder.forTarget(decode.grpcAddress()).usePlaintext().build();
     plainDecodeChannel = ManagedChannelBuilder.forTarget(plainDecode.grpcAddress()).usePlaintext().build();
-    reference = LoadedEngine.open(EngineSettings.fromConfig("e", key -> Optional.ofNullable(
-        Map.of("e.model-dir", model.toString(), "e.kv-cache-memory", "16M").get(key))), KvConnector.NONE, (done, total) -> {});
+    reference = LoadedEngine.open(ConfigMappings.engine(Map.of("moemesh.engine.model-dir", model.toString(), "moemesh.engine.kv-cache-memory", "16M")),
+        KvConnector.NONE, (done, total) -> {});
   }
 
   @AfterAll

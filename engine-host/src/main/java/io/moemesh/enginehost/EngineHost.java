@@ -25,14 +25,13 @@ import jakarta.enterprise.event.Observes;
 import jakarta.inject.Inject;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicReference;
-import org.eclipse.microprofile.config.ConfigProvider;
 import org.jboss.logging.Logger;
 
 /**
  * Loads the model and runs the engine, with the service's {@link KvConnector} bean (prefill: export to
  * kv-store; decode: import from it). Loading runs on its own thread so the process answers health checks
- * meanwhile; readiness turns green when the engine is up. Settings: {@code moemesh.engine.*}
- * ({@link EngineSettings#fromConfig}).
+ * meanwhile; readiness turns green when the engine is up. Settings: {@link EngineConfig} ({@code moemesh.engine.*})
+ * and {@link ExpertsConfig} ({@code moemesh.experts.*}), checked before loading starts so a bad value fails startup.
  */
 @ApplicationScoped
 public class EngineHost {
@@ -42,15 +41,16 @@ public class EngineHost {
   @Inject KvConnector connector;
   @Inject MeterRegistry registry;
   @Inject ExpertRetries retries;
+  @Inject EngineConfig engineConfig;
+  @Inject ExpertsConfig expertsConfig;
   private volatile ExpertTransport transport; // the links to expert services, when the experts are remote
   private volatile DispatchingExperts dispatching; // the MoE layers' experts, when they are remote
 
   void start(@Observes StartupEvent event) {
+    EngineSettings settings = engineConfig.settings();
+    ExpertsSettings experts = expertsConfig.settings();
     Thread.ofPlatform().name("engine-load").start(() -> {
       try {
-        var config = ConfigProvider.getConfig();
-        EngineSettings settings = EngineSettings.fromConfig("moemesh.engine", key -> config.getOptionalValue(key, String.class));
-        ExpertsSettings experts = ExpertsSettings.fromConfig(key -> config.getOptionalValue(key, String.class));
         long start = System.nanoTime();
         LoadedEngine engine = experts.routedRemote() ? openWithRemoteExperts(settings, experts) : LoadedEngine.open(settings, connector, (done, total) -> {});
         Gauge.builder("moemesh_kernels_info", () -> 1).description("The kernels' instruction-set path (label path), 1")

@@ -12,7 +12,6 @@ import io.quarkus.runtime.StartupEvent;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.event.Observes;
 import jakarta.inject.Inject;
-import org.eclipse.microprofile.config.Config;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import java.util.function.ToDoubleFunction;
@@ -42,7 +41,7 @@ public class EngineMetrics {
 
   @Inject EngineHost host;
   @Inject MeterRegistry registry;
-  @Inject Config config;
+  @Inject EngineConfig config;
   private String modelName;
   private volatile boolean cacheConfigRegistered;
   // built once: a meter's builder and the registry's lookup cost more than the record on every token
@@ -51,8 +50,8 @@ public class EngineMetrics {
 
   void register(@Observes StartupEvent event) {
     // the checkpoint directory's name, as the engine's spans and prefix hashes name the model (DeepseekModel.modelId)
-    modelName = config.getOptionalValue("moemesh.engine.model-dir", String.class)
-        .map(d -> java.nio.file.Path.of(d).getFileName()).map(Object::toString).orElse("unknown");
+    java.nio.file.Path name = config.modelDir().getFileName();
+    modelName = name == null ? "unknown" : name.toString();
     gauge("vllm:num_requests_running", "Requests in the running batch", s -> s.numRunning());
     gauge("vllm:num_requests_waiting", "Requests waiting to be scheduled (incl. those whose KV is arriving)",
         s -> s.numWaiting() + s.numLoadingKv());
@@ -79,7 +78,7 @@ public class EngineMetrics {
     counter("vllm:spec_decode_num_drafts_total", "Verifications of a request's drafts", s -> s.speculation().numDrafts());
     counter("vllm:spec_decode_num_draft_tokens_total", "Draft tokens verified", s -> s.speculation().numDraftTokens());
     counter("vllm:spec_decode_num_accepted_tokens_total", "Draft tokens accepted", s -> s.speculation().numAcceptedTokens());
-    int positions = config.getOptionalValue("moemesh.engine.speculative-tokens", Integer.class).orElse(0);
+    int positions = config.speculativeTokens();
     for (int i = 0; i < positions; i++) {
       int position = i;
       FunctionCounter.builder("vllm:spec_decode_num_accepted_tokens_per_pos_total", this, m -> {

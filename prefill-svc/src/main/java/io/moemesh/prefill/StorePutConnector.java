@@ -31,7 +31,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
-import org.eclipse.microprofile.config.inject.ConfigProperty;
 import org.jboss.logging.Logger;
 
 /**
@@ -44,26 +43,7 @@ import org.jboss.logging.Logger;
 public class StorePutConnector implements KvConnector {
   private static final Logger LOG = Logger.getLogger(StorePutConnector.class);
 
-  @ConfigProperty(name = "moemesh.prefill.kv-store")
-  String storeAddresses;
-
-  @ConfigProperty(name = "moemesh.prefill.kv-lease", defaultValue = "30s")
-  Duration lease;
-
-  @ConfigProperty(name = "moemesh.prefill.kv-store-poll", defaultValue = "1s")
-  Duration poll;
-
-  /** Whether prompts look for their prefix in the stores before computing it. */
-  @ConfigProperty(name = "moemesh.prefill.stored-prefix.enabled", defaultValue = "true")
-  boolean storedPrefixes;
-
-  /** The shortest stored prefix worth reading instead of computing. */
-  @ConfigProperty(name = "moemesh.prefill.stored-prefix.min-tokens", defaultValue = "32")
-  int storedPrefixMinTokens;
-
-  /** How long a prompt waits for the stores' LookupPrefix answers (a late store counts as holding nothing). */
-  @ConfigProperty(name = "moemesh.prefill.stored-prefix.lookup-timeout", defaultValue = "100ms")
-  Duration storedPrefixLookupTimeout;
+  @Inject PrefillConfig config;
 
   @Inject KvTransfers transfers;
 
@@ -75,13 +55,12 @@ public class StorePutConnector implements KvConnector {
 
   @PostConstruct
   void start() {
-    stores = new KvStores(KvStores.parse(storeAddresses), this::stats);
-    if (storedPrefixMinTokens < 1)
-      throw new IllegalArgumentException("moemesh.prefill.stored-prefix.min-tokens must be ≥ 1, got " + storedPrefixMinTokens);
-    prefixes = new StoredPrefixes(KvStores.parse(storeAddresses), this::channel, transfers, storedPrefixLookupTimeout, storedPrefixMinTokens);
+    stores = new KvStores(KvStores.parse(config.kvStore()), this::stats);
+    PrefillConfig.StoredPrefix stored = config.storedPrefix();
+    prefixes = new StoredPrefixes(KvStores.parse(config.kvStore()), this::channel, transfers, stored.lookupTimeout(), stored.minTokens());
     if (stores.size() > 1) { // one store is always the pick
       poller = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().name("kv-store-stats").daemon().factory());
-      poller.scheduleWithFixedDelay(stores::refresh, 0, poll.toMillis(), TimeUnit.MILLISECONDS);
+      poller.scheduleWithFixedDelay(stores::refresh, 0, config.kvStorePoll().toMillis(), TimeUnit.MILLISECONDS);
     }
   }
 
@@ -92,7 +71,8 @@ public class StorePutConnector implements KvConnector {
    */
   String begin(String requestId, KvLayout layout, long[] pageHashes, DType dtype, int bytesPerValue) {
     var start = PutStart.newBuilder().setKey(requestId).setLayout(layout)
-        .setLease(com.google.protobuf.Duration.newBuilder().setSeconds(lease.toSeconds()).setNanos(lease.toNanosPart()));
+        .setLease(com.google.protobuf.Duration.newBuilder().setSeconds(config.kvLease().toSeconds())
+            .setNanos(config.kvLease().toNanosPart()));
     for (long h : pageHashes) start.addPageHashes(h);
     String store = stores.pick((long) layout.getNumLayers() * layout.getNumTokens() * layout.getLatentDim() * bytesPerValue).address;
     KvTransfer transfer = transfers.put(requestId, store);
@@ -144,7 +124,7 @@ public class StorePutConnector implements KvConnector {
 
   /** The stores' prompt prefixes, or empty when {@code moemesh.prefill.stored-prefix.enabled} is false. */
   Optional<StoredPrefixes> prefixes() {
-    return storedPrefixes ? Optional.of(prefixes) : Optional.empty();
+    return config.storedPrefix().enabled() ? Optional.of(prefixes) : Optional.empty();
   }
 
   /** Prefill role: loads a request's stored prefix ({@link StoredPrefixes#load}). */
@@ -155,7 +135,7 @@ public class StorePutConnector implements KvConnector {
 
   private Optional<StatsResponse> stats(String store) {
     try {
-      return Optional.of(KvStoreGrpc.newBlockingStub(channel(store)).withDeadlineAfter(Math.max(poll.toMillis(), 500), TimeUnit.MILLISECONDS)
+      return Optional.of(KvStoreGrpc.newBlockingStub(channel(store)).withDeadlineAfter(Math.max(config.kvStorePoll().toMillis(), 500), TimeUnit.MILLISECONDS)
           .stats(StatsRequest.getDefaultInstance()));
     } catch (StatusRuntimeException e) {
       LOG.debugf("kv-store %s did not answer Stats: %s", store, e.getStatus());

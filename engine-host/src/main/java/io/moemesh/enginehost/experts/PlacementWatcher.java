@@ -7,6 +7,7 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.moemesh.engine.experts.DispatchingExperts;
 import io.moemesh.enginehost.EngineHost;
+import io.moemesh.enginehost.ExpertsConfig;
 import io.moemesh.enginehost.ExpertsSettings;
 import io.moemesh.model.ExpertWeights;
 import io.moemesh.model.ModelConfig;
@@ -26,7 +27,6 @@ import java.util.Optional;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import org.eclipse.microprofile.config.ConfigProvider;
 import org.jboss.logging.Logger;
 
 /**
@@ -44,15 +44,15 @@ public class PlacementWatcher {
   private static final Logger LOG = Logger.getLogger(PlacementWatcher.class);
   @Inject EngineHost host;
   @Inject MeterRegistry registry;
+  @Inject ExpertsConfig config;
   private ScheduledExecutorService timer;
   private java.util.List<ManagedChannel> shards = java.util.List.of();
   private String refused = ""; // why the published placement was last refused, to say so once
 
   void start(@Observes StartupEvent event) {
-    var config = ConfigProvider.getConfig();
-    ExpertsSettings experts = ExpertsSettings.fromConfig(key -> config.getOptionalValue(key, String.class));
+    ExpertsSettings experts = config.settings();
     if (!experts.routedRemote()) return;
-    Duration poll = config.getOptionalValue("moemesh.experts.placement-poll", Duration.class).orElse(Duration.ofSeconds(1));
+    Duration poll = config.placementPoll();
     shards = experts.shards().stream().map(PlacementWatcher::channel).toList();
     Gauge.builder("moemesh_expert_placement_version", host,
         h -> h.dispatchingExperts().map(d -> (double) d.placement().version()).orElse(Double.NaN))

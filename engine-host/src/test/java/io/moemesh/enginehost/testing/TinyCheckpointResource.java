@@ -1,8 +1,8 @@
 package io.moemesh.enginehost.testing;
 
-import io.moemesh.engine.EngineSettings;
 import io.moemesh.engine.KvConnector;
 import io.moemesh.engine.LoadedEngine;
+import io.moemesh.enginehost.ConfigMappings;
 import io.moemesh.model.demo.DemoCheckpoint;
 import io.quarkus.test.common.QuarkusTestResourceLifecycleManager;
 import java.io.IOException;
@@ -10,7 +10,6 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
-import java.util.Optional;
 
 /**
  * For the engine services' tests (shipped in engine-host's test jar): writes the tiny demo checkpoint before
@@ -32,8 +31,8 @@ public class TinyCheckpointResource implements QuarkusTestResourceLifecycleManag
 
   /** An engine over the same checkpoint and settings as the service's, to compare its answers with. */
   public static LoadedEngine reference() {
-    var config = Map.of("e.model-dir", checkpoint().toString(), "e.kv-cache-memory", "16M");
-    return LoadedEngine.open(EngineSettings.fromConfig("e", key -> Optional.ofNullable(config.get(key))), KvConnector.NONE,
+    var config = Map.of("moemesh.engine.model-dir", checkpoint().toString(), "moemesh.engine.kv-cache-memory", "16M");
+    return LoadedEngine.open(ConfigMappings.engine(config), KvConnector.NONE,
         (done, total) -> {});
   }
 
