@@ -3,6 +3,7 @@ package io.moemesh.decode;
 import io.moemesh.enginehost.EngineHost;
 import io.moemesh.enginehost.telemetry.EngineCallTracing;
 import io.moemesh.enginehost.telemetry.GenAiAttributes;
+import io.moemesh.enginehost.telemetry.StepTracing;
 import io.moemesh.proto.common.v1.FinishReason;
 import io.moemesh.proto.decode.v1.DecodeGrpc;
 import io.moemesh.proto.decode.v1.GenerateRequest;
@@ -21,8 +22,13 @@ import jakarta.inject.Singleton;
 @Singleton
 @GlobalInterceptor
 public class DecodeTracing extends EngineCallTracing<GenerateRequest, GenerateResponse> {
-  DecodeTracing(Tracer tracer, EngineHost host) {
-    super(tracer, DecodeGrpc.getGenerateMethod(), "decode", host);
+  DecodeTracing(Tracer tracer, EngineHost host, StepTracing steps) {
+    super(tracer, DecodeGrpc.getGenerateMethod(), "decode", host, steps);
+  }
+
+  @Override
+  protected String requestId(GenerateRequest request) {
+    return request.getRequestId();
   }
 
   @Override

@@ -72,6 +72,7 @@ class ExpertParallelMeshTest {
   static List<String> shard0Props, shard1Props; // shard 0 runs the balancer
   static ManagedChannel decodeChannel;
   static LoadedEngine reference;
+  static OtlpReceiver traces;
 
   @BeforeAll
   static void startMesh() throws Exception {
@@ -83,7 +84,9 @@ class ExpertParallelMeshTest {
     }
     DemoCheckpoint.write(config, model, 13, DemoCheckpoint.Format.BF16, ROUTER_SKEW, (done, total) -> {});
     int[] shardGrpc = {ServiceProcess.freePort(), ServiceProcess.freePort()};
-    List<String> expert = List.of("moemesh.expert.model-dir=" + model, "moemesh.expert.threads=1", "moemesh.expert.num-shards=2",
+    traces = new OtlpReceiver();
+    List<String> tracing = List.of("moemesh.otlp.endpoint=" + traces.endpoint(), "quarkus.otel.bsp.schedule.delay=100ms");
+    List<String> expert = with(tracing, "moemesh.expert.model-dir=" + model, "moemesh.expert.threads=1", "moemesh.expert.num-shards=2",
         "moemesh.expert.redundant-slots=2", "moemesh.expert.peers=localhost:" + shardGrpc[0] + ",localhost:" + shardGrpc[1]);
     shard0Props = with(expert, "moemesh.expert.shard=0", "moemesh.expert.balancer.interval=1s");
     shard1Props = with(expert, "moemesh.expert.shard=1");
@@ -91,14 +94,14 @@ class ExpertParallelMeshTest {
     shard1 = ServiceProcess.start("expert-svc", "expert-routed-1", shard1Props, ServiceProcess.freePort(), shardGrpc[1]);
     shared = ServiceProcess.start("expert-svc", "expert-shared", with(expert, "moemesh.expert.role=shared"));
     kvStore = ServiceProcess.start("kv-store", "kv-store-ep", List.of("moemesh.kv-store.max-bytes=64M"));
-    List<String> engine = List.of("moemesh.engine.model-dir=" + model, "moemesh.engine.kv-cache-memory=16M", "moemesh.engine.threads=1");
+    List<String> engine = with(tracing, "moemesh.engine.model-dir=" + model, "moemesh.engine.kv-cache-memory=16M", "moemesh.engine.threads=1");
     List<String> remote = with(engine, "moemesh.experts.routed=remote", "moemesh.experts.shards=" + shard0.grpcAddress() + "," + shard1.grpcAddress(),
         "moemesh.experts.redundant-slots=2", "moemesh.experts.shared=remote", "moemesh.experts.shared-address=" + shared.grpcAddress(),
         "moemesh.experts.timeout=10s", "moemesh.experts.placement-poll=500ms");
     prefill = ServiceProcess.start("prefill-svc", "prefill-ep", with(remote, "moemesh.prefill.kv-store=" + kvStore.grpcAddress()));
     decode0 = ServiceProcess.start("decode-svc", "decode-ep-0", remote);
     decode1 = ServiceProcess.start("decode-svc", "decode-ep-1", remote);
-    gateway = ServiceProcess.start("gateway", "gateway-ep", List.of("moemesh.gateway.model-dir=" + model,
+    gateway = ServiceProcess.start("gateway", "gateway-ep", with(tracing, "moemesh.gateway.model-dir=" + model,
         "moemesh.gateway.prefill.replicas=" + prefill.grpcAddress(),
         "moemesh.gateway.decode.replicas=" + decode0.grpcAddress() + "," + decode1.grpcAddress()));
     for (ServiceProcess p : List.of(shard0, shard1, shared, kvStore, prefill, decode0, decode1, gateway)) p.awaitReady(READY);
@@ -112,6 +115,7 @@ class ExpertParallelMeshTest {
     if (decodeChannel != null) decodeChannel.shutdownNow();
     for (ServiceProcess p : new ServiceProcess[] {gateway, decode0, decode1, prefill, kvStore, shared, shard1, shard0}) if (p != null) p.close();
     if (reference != null) reference.close();
+    if (traces != null) traces.close();
   }
 
   private static List<String> with(List<String> base, String... more) {
@@ -122,6 +126,51 @@ class ExpertParallelMeshTest {
 
   static int[] prompt(long seed, int length) {
     return new SplittableRandom(seed).ints(length, 2, 1000).toArray();
+  }
+
+  /**
+   * A completion sent with the client's traceparent is one trace down to the expert shards: each engine step of prefill
+   * and decode is a span under its engine span, and every frame a routed shard or the shared service computed for it is
+   * a span under that step, with its layer, shard, rows and bytes.
+   */
+  @Test
+  @Order(0)
+  void oneRequestsTraceReachesTheExpertShards() throws Exception {
+    byte[] ids = new byte[24];
+    new java.util.Random().nextBytes(ids);
+    ids[0] |= 1;
+    ids[16] |= 1;
+    String traceId = java.util.HexFormat.of().formatHex(ids, 0, 16), clientSpan = java.util.HexFormat.of().formatHex(ids, 16, 24);
+    String body = "{\"model\": \"tiny\", \"prompt\": " + Arrays.toString(prompt(77, 9)) + ", \"max_tokens\": 4, \"temperature\": 0}";
+    var response = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://localhost:" + gateway.httpPort + "/v1/completions"))
+        .header("Content-Type", "application/json").header("traceparent", "00-" + traceId + "-" + clientSpan + "-01")
+        .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
+    assertThat(response.statusCode()).as(response.body()).isEqualTo(200);
+
+    java.util.function.Predicate<List<OtlpReceiver.ReceivedSpan>> complete = trace -> {
+      var names = trace.stream().map(s -> s.service() + " " + s.name() + " " + s.attributes().getOrDefault("moemesh.expert.shard", "")).toList();
+      return names.containsAll(List.of("prefill-svc engine step ", "decode-svc engine step ", "expert-svc moemesh.expert.dispatch 0",
+          "expert-svc moemesh.expert.dispatch 1", "expert-svc moemesh.expert.shared "));
+    };
+    await().atMost(Duration.ofSeconds(60)).until(() -> traces.trace(traceId), complete);
+    await().atMost(Duration.ofSeconds(10)).until(() -> traces.trace(traceId), trace -> {
+      var known = trace.stream().map(OtlpReceiver.ReceivedSpan::spanId).collect(java.util.stream.Collectors.toSet());
+      return trace.stream().allMatch(s -> s.parentSpanId().equals(clientSpan) || known.contains(s.parentSpanId()));
+    });
+    List<OtlpReceiver.ReceivedSpan> trace = traces.trace(traceId);
+    Map<String, OtlpReceiver.ReceivedSpan> byId = new java.util.HashMap<>();
+    for (var s : trace) byId.put(s.spanId(), s);
+    var steps = trace.stream().filter(s -> s.name().equals("engine step")).toList();
+    assertThat(steps).allSatisfy(step -> assertThat(byId.get(step.parentSpanId()).name()).isIn("prefill tiny", "decode tiny"));
+    var frames = trace.stream().filter(s -> s.service().equals("expert-svc") && s.name().startsWith("moemesh.expert.")
+        && !s.name().startsWith("moemesh.expert.v1.")).toList();
+    assertThat(frames).allSatisfy(f -> {
+      assertThat(byId.get(f.parentSpanId()).name()).as("a frame's parent is its step").isEqualTo("engine step");
+      assertThat(f.kind()).isEqualTo(io.opentelemetry.proto.trace.v1.Span.SpanKind.SPAN_KIND_SERVER);
+      assertThat(Long.parseLong(f.attributes().get("moemesh.expert.bytes"))).isPositive();
+      assertThat(Long.parseLong(f.attributes().get("moemesh.expert.rows"))).isPositive();
+      assertThat(f.attributes()).containsKey("moemesh.expert.layer_id");
+    });
   }
 
   @Test

@@ -12,6 +12,7 @@ import io.moemesh.engine.experts.ExpertTransport;
 import io.moemesh.enginehost.experts.GrpcExpertTransport;
 import io.moemesh.enginehost.experts.PlacementWatcher;
 import io.moemesh.enginehost.telemetry.ExpertRetries;
+import io.moemesh.enginehost.telemetry.StepTracing;
 import io.moemesh.model.ExpertWeights;
 import io.moemesh.model.ModelConfig;
 import io.moemesh.model.ModelConfigReader;
@@ -43,6 +44,7 @@ public class EngineHost {
   @Inject ExpertRetries retries;
   @Inject EngineConfig engineConfig;
   @Inject ExpertsConfig expertsConfig;
+  @Inject StepTracing steps;
   private volatile ExpertTransport transport; // the links to expert services, when the experts are remote
   private volatile DispatchingExperts dispatching; // the MoE layers' experts, when they are remote
 
@@ -78,13 +80,15 @@ public class EngineHost {
     try {
       Placement placement = PlacementWatcher.active(experts, model)
           .orElseGet(() -> ExpertWeights.initialPlacement(model, experts.shards().size(), experts.redundantSlots()));
-      return LoadedEngine.open(settings, connector, experts.sharedRemote() ? ExpertSelection.NONE : ExpertSelection.SHARED_ONLY,
+      LoadedEngine engine = LoadedEngine.open(settings, connector, experts.sharedRemote() ? ExpertSelection.NONE : ExpertSelection.SHARED_ONLY,
           m -> {
             dispatching = new DispatchingExperts(transport, placement, experts.sharedRemote() ? null : m.localExperts(),
                 settings.precision() == Precision.INT8, experts.timeout(), experts.stepDeadline());
             dispatching.onRetry(retries);
             return dispatching;
           }, (done, total) -> {});
+      engine.engine().observeSteps(steps); // a span per step, whose context the frames to the expert services carry
+      return engine;
     } catch (RuntimeException e) {
       transport.close();
       throw e;

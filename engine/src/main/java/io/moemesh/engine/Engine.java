@@ -149,6 +149,11 @@ public final class Engine implements AutoCloseable {
   }
 
   /** The figures after the last step. */
+  /** Tells {@code observer} about each step from the next one on, on the step thread (engine-host: a trace span per step). */
+  public void observeSteps(StepObserver observer) {
+    core.observeSteps(observer);
+  }
+
   public EngineStats stats() {
     return stats;
   }

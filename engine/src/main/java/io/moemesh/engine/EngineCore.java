@@ -20,6 +20,7 @@ public final class EngineCore implements AutoCloseable {
   private final KvConnector connector;
   private final ConcurrentLinkedQueue<LoadResult> loadResults = new ConcurrentLinkedQueue<>();
   private volatile Runnable wakeup = () -> {};
+  private volatile StepObserver observer = StepObserver.NONE;
   private long steps, promptTokens, generatedTokens;
 
   private record LoadResult(String requestId, String failure) {}
@@ -40,6 +41,11 @@ public final class EngineCore implements AutoCloseable {
     this.wakeup = wakeup;
   }
 
+  /** Who is told about each step the runner executes (engine-host: its trace span). */
+  void observeSteps(StepObserver observer) {
+    this.observer = observer;
+  }
+
   /** Runs one step; returns the updates of every request that gained a token or finished. */
   public List<RequestOutput> step() {
     List<RequestOutput> outputs = new ArrayList<>();
@@ -48,12 +54,17 @@ public final class EngineCore implements AutoCloseable {
     SchedulerOutput plan = scheduler.schedule();
     for (SchedulerOutput.KvLoad load : plan.loads()) startLoad(load);
     if (plan.isEmpty()) return outputs;
-    RunnerOutput out;
-    try {
-      out = runner.execute(plan);
-    } catch (RuntimeException e) {
-      out = isolate(plan, e);
+    RunnerOutput out = null;
+    RuntimeException failure = null;
+    try (StepObserver.Step step = observer.begin(plan)) {
+      try {
+        out = runner.execute(plan);
+      } catch (RuntimeException e) {
+        step.failed(e);
+        failure = e;
+      }
     }
+    if (failure != null) out = isolate(plan, failure);
     steps++;
     for (ScheduledChunk c : plan.chunks()) {
       promptTokens += Math.max(0, Math.min(c.numPromptTokens(), c.startPosition() + c.numTokens()) - c.startPosition());

@@ -42,6 +42,7 @@ public class ExpertHost {
   private static final java.time.Duration PEER_TIMEOUT = java.time.Duration.ofSeconds(5); // a peer's Info at startup
   @Inject ExpertConfig config;
   @Inject ExpertMetrics metrics;
+  @Inject FrameSpans spans;
 
   private final ExecutorService compute = Executors.newSingleThreadExecutor(Thread.ofPlatform().name("expert-compute").factory());
   private volatile Kernels kernels;
@@ -136,6 +137,7 @@ public class ExpertHost {
   /** Runs a dispatch frame (on the compute thread): one output row per assignment, or an error frame saying why. */
   CombineFrame routed(DispatchFrame frame) {
     long start = System.nanoTime();
+    var span = spans.start(FrameSpans.DISPATCH, frame.getTraceparent(), frame.getLayerId(), config.shard(), frame.getSerializedSize());
     try (TensorArena scratch = TensorArena.confined()) {
       if (config.role() != ExpertConfig.Role.ROUTED) throw new IllegalArgumentException("this is a shared-expert service: send SharedFrames");
       Held h = held();
@@ -158,9 +160,12 @@ public class ExpertHost {
       metrics.frame("routed", frame.getSerializedSize(), dispatch.numAssignments(), System.nanoTime() - start);
       metrics.dispatchParts("routed", frame.getHidden().getData().size(), frame.getScales().getData().size(),
           frame.getExperts().getData().size() + frame.getExpertEnds().getData().size() + frame.getTokenIndex().getData().size());
+      span.setAttribute(FrameSpans.ROWS, (long) dispatch.numAssignments()).setAttribute(FrameSpans.EXPERTS, (long) groups.experts().length)
+          .setAttribute(FrameSpans.PLACEMENT_VERSION, frame.getPlacementVersion()).end();
       return CombineFrame.newBuilder().setSeq(frame.getSeq()).setOutputs(WireTensors.write(out)).build();
     } catch (RuntimeException e) {
       metrics.failed("routed");
+      FrameSpans.failed(span, message(e));
       return CombineFrame.newBuilder().setSeq(frame.getSeq()).setError(message(e)).build();
     }
   }
@@ -168,6 +173,7 @@ public class ExpertHost {
   /** Runs a shared-experts frame (on the compute thread): one output row per token. */
   CombineFrame shared(SharedFrame frame) {
     long start = System.nanoTime();
+    var span = spans.start(FrameSpans.SHARED, frame.getTraceparent(), frame.getLayerId(), -1, frame.getSerializedSize());
     try (TensorArena scratch = TensorArena.confined()) {
       if (config.role() != ExpertConfig.Role.SHARED) throw new IllegalArgumentException("this is a routed-expert shard: send DispatchFrames");
       Held h = held();
@@ -193,9 +199,11 @@ public class ExpertHost {
       }
       metrics.frame("shared", frame.getSerializedSize(), hidden.dim(0), System.nanoTime() - start);
       metrics.dispatchParts("shared", frame.getHidden().getData().size(), frame.getScales().getData().size(), 0);
+      span.setAttribute(FrameSpans.ROWS, (long) hidden.dim(0)).end();
       return CombineFrame.newBuilder().setSeq(frame.getSeq()).setOutputs(WireTensors.write(wire)).build();
     } catch (RuntimeException e) {
       metrics.failed("shared");
+      FrameSpans.failed(span, message(e));
       return CombineFrame.newBuilder().setSeq(frame.getSeq()).setError(message(e)).build();
     }
   }

@@ -26,10 +26,18 @@ import io.moemesh.proto.expert.v1.InfoRequest;
 import io.moemesh.proto.expert.v1.LayerSlots;
 import io.moemesh.proto.expert.v1.PlacementTable;
 import io.moemesh.proto.expert.v1.SharedFrame;
+import io.moemesh.telemetry.testing.InMemorySpans;
+import io.opentelemetry.api.trace.Span;
+import io.opentelemetry.api.trace.SpanKind;
+import io.opentelemetry.api.trace.StatusCode;
+import io.opentelemetry.api.trace.Tracer;
+import io.opentelemetry.sdk.testing.exporter.InMemorySpanExporter;
+import io.opentelemetry.sdk.trace.data.SpanData;
 import io.quarkus.grpc.GrpcClient;
 import io.quarkus.test.common.QuarkusTestResource;
 import io.quarkus.test.junit.QuarkusTest;
 import io.smallrye.mutiny.Multi;
+import jakarta.inject.Inject;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -58,6 +66,9 @@ class ExpertsServiceTest {
 
   @GrpcClient("experts")
   Experts experts;
+
+  @Inject Tracer tracer;
+  @Inject InMemorySpanExporter spans;
 
   @BeforeAll
   static void loadReference() {
@@ -113,6 +124,43 @@ class ExpertsServiceTest {
       assertThat(answers.get(3).getError()).contains("hidden").contains("bytes");
       assertThat(answers.get(4).getError()).contains("expert " + config.nRoutedExperts()).contains("outside the " + config.nRoutedExperts() + " experts");
     }
+  }
+
+  @Test
+  void aTracedFrameIsASpanOfTheCallersStepAndAnUntracedOneNone() {
+    int[] held = placement.expertsOnShard(layer, 0);
+    Span step = tracer.spanBuilder("test step").startSpan();
+    step.end();
+    String traceparent = "00-" + step.getSpanContext().getTraceId() + "-" + step.getSpanContext().getSpanId() + "-01";
+    spans.reset();
+    try (TensorArena arena = TensorArena.confined()) {
+      ExpertDispatch d = dispatch(arena, 5, held, 31);
+      var untraced = frame(1, d);
+      var malformed = untraced.toBuilder().setSeq(2).setTraceparent("00-not-a-trace-01").build();
+      var unsampled = untraced.toBuilder().setSeq(3).setTraceparent(traceparent.substring(0, traceparent.length() - 2) + "00").build();
+      var traced = untraced.toBuilder().setSeq(4).setTraceparent(traceparent).build();
+      assertThat(send(List.of(untraced, malformed, unsampled, traced))).extracting(CombineFrame::getError).containsOnly("");
+
+      SpanData span = InMemorySpans.awaitSpan(spans, s -> s.getName().equals(FrameSpans.DISPATCH));
+      assertThat(span.getKind()).isEqualTo(SpanKind.SERVER);
+      assertThat(span.getTraceId()).isEqualTo(step.getSpanContext().getTraceId());
+      assertThat(span.getParentSpanId()).as("the step's span, not the stream's").isEqualTo(step.getSpanContext().getSpanId());
+      assertThat(span.getAttributes().get(FrameSpans.LAYER_ID)).isEqualTo(layer);
+      assertThat(span.getAttributes().get(FrameSpans.SHARD)).isZero();
+      assertThat(span.getAttributes().get(FrameSpans.ROWS)).isEqualTo(d.numAssignments());
+      assertThat(span.getAttributes().get(FrameSpans.EXPERTS)).isEqualTo(held.length);
+      assertThat(span.getAttributes().get(FrameSpans.BYTES)).isEqualTo(traced.getSerializedSize());
+      assertThat(span.getStatus().getStatusCode()).isEqualTo(StatusCode.UNSET);
+      // frames run in order on one thread: the untraced, malformed and unsampled ones ended before the traced one
+      assertThat(spans.getFinishedSpanItems()).filteredOn(s -> s.getName().equals(FrameSpans.DISPATCH) || s.getName().equals(FrameSpans.SHARED)).singleElement().isEqualTo(span);
+    }
+    var refused = experts.shared(Multi.createFrom().item(SharedFrame.newBuilder().setSeq(9).setLayerId(layer).setTraceparent(traceparent).build()))
+        .collect().asList().await().atMost(TIMEOUT);
+    assertThat(refused).singleElement().satisfies(f -> assertThat(f.getError()).isNotEmpty());
+    SpanData failed = InMemorySpans.awaitSpan(spans, s -> s.getName().equals(FrameSpans.SHARED));
+    assertThat(failed.getParentSpanId()).isEqualTo(step.getSpanContext().getSpanId());
+    assertThat(failed.getStatus().getStatusCode()).isEqualTo(StatusCode.ERROR);
+    assertThat(failed.getStatus().getDescription()).contains("routed-expert shard");
   }
 
   @Test

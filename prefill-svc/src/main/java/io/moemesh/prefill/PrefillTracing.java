@@ -3,6 +3,7 @@ package io.moemesh.prefill;
 import io.moemesh.enginehost.EngineHost;
 import io.moemesh.enginehost.telemetry.EngineCallTracing;
 import io.moemesh.enginehost.telemetry.GenAiAttributes;
+import io.moemesh.enginehost.telemetry.StepTracing;
 import io.moemesh.proto.prefill.v1.PrefillGrpc;
 import io.moemesh.proto.prefill.v1.PrefillRequest;
 import io.moemesh.proto.prefill.v1.PrefillResponse;
@@ -19,8 +20,13 @@ import jakarta.inject.Singleton;
 @Singleton
 @GlobalInterceptor
 public class PrefillTracing extends EngineCallTracing<PrefillRequest, PrefillResponse> {
-  PrefillTracing(Tracer tracer, EngineHost host) {
-    super(tracer, PrefillGrpc.getPrefillMethod(), "prefill", host);
+  PrefillTracing(Tracer tracer, EngineHost host, StepTracing steps) {
+    super(tracer, PrefillGrpc.getPrefillMethod(), "prefill", host, steps);
+  }
+
+  @Override
+  protected String requestId(PrefillRequest request) {
+    return request.getRequestId();
   }
 
   @Override

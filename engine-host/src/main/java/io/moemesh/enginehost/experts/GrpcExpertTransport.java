@@ -9,6 +9,7 @@ import io.grpc.stub.StreamObserver;
 import io.moemesh.engine.experts.ExpertOutputs;
 import io.moemesh.engine.experts.ExpertTransport;
 import io.moemesh.enginehost.ExpertsSettings;
+import io.moemesh.enginehost.telemetry.StepTracing;
 import io.moemesh.kernels.DType;
 import io.moemesh.kernels.Tensor;
 import io.moemesh.model.Precision;
@@ -36,7 +37,8 @@ import org.jboss.logging.Logger;
  * The expert services over gRPC: one bidirectional stream per service, opened on first use and again after it
  * breaks; frames carry a sequence number, answers complete the matching future. A broken stream fails the
  * frames in flight with the service's address and status (the step that needed them fails; the next one
- * reopens the stream).
+ * reopens the stream). Each frame carries the W3C context of the step span current when it is sent
+ * ({@link StepTracing}), empty when there is none, so the shard's span of it joins the request's trace.
  */
 public final class GrpcExpertTransport implements ExpertTransport {
   private static final Logger LOG = Logger.getLogger(GrpcExpertTransport.class);
@@ -116,7 +118,7 @@ public final class GrpcExpertTransport implements ExpertTransport {
   @Override
   public CompletableFuture<ExpertOutputs> routed(int shard, ExpertDispatch d) {
     var b = DispatchFrame.newBuilder().setLayerId(d.layerId()).setPlacementVersion(d.placementVersion()).setHidden(wire(d.hidden()))
-        .setTokenIndex(ints(d.tokenIndex()));
+        .setTokenIndex(ints(d.tokenIndex())).setTraceparent(StepTracing.traceparent());
     var groups = ExpertDispatch.Groups.of(d.expertOffsets());
     b.setExperts(ints(groups.experts())).setExpertEnds(ints(groups.ends()));
     if (d.scales() != null) b.setScales(wire(d.scales()));
@@ -126,7 +128,7 @@ public final class GrpcExpertTransport implements ExpertTransport {
   @Override
   public CompletableFuture<ExpertOutputs> shared(int layerId, Tensor hidden, Tensor scales) {
     if (shared == null) throw new IllegalStateException("no shared-expert service is configured");
-    var b = SharedFrame.newBuilder().setLayerId(layerId).setHidden(wire(hidden));
+    var b = SharedFrame.newBuilder().setLayerId(layerId).setHidden(wire(hidden)).setTraceparent(StepTracing.traceparent());
     if (scales != null) b.setScales(wire(scales));
     return shared.send(seq -> b.setSeq(seq).build());
   }

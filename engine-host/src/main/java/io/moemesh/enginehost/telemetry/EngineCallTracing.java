@@ -26,7 +26,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * ({@code prefill tiny}), INTERNAL, a child of the gRPC server span (whose context came in the call's metadata);
  * it is current while the method runs, so what the method starts — the KV transfer — becomes its child; it ends
  * when the call closes, with the GenAI attributes of the request and of the last response. Nothing per token: a
- * response only replaces the reference to the last one.
+ * response only replaces the reference to the last one. While the call lasts, the engine steps that run the request
+ * find its span through {@link StepTracing}.
  *
  * @param <Q> the request message
  * @param <R> the response message
@@ -36,10 +37,12 @@ public abstract class EngineCallTracing<Q, R> implements ServerInterceptor {
   private final String fullMethodName;
   private final String role;
   private final EngineHost host;
+  private final StepTracing steps;
 
-  protected EngineCallTracing(Tracer tracer, MethodDescriptor<Q, R> method, String role, EngineHost host) {
+  protected EngineCallTracing(Tracer tracer, MethodDescriptor<Q, R> method, String role, EngineHost host, StepTracing steps) {
     this.tracer = tracer;
     this.host = host;
+    this.steps = steps;
     this.fullMethodName = method.getFullMethodName();
     this.role = role;
   }
@@ -48,6 +51,9 @@ public abstract class EngineCallTracing<Q, R> implements ServerInterceptor {
   private String model() {
     return host.isReady() ? host.loaded().model().modelId() : "unknown";
   }
+
+  /** The request's id: the engine's, so the steps that run it find its span ({@link StepTracing}). */
+  protected abstract String requestId(Q request);
 
   /** Sets the request's attributes ({@code gen_ai.request.*}, {@code gen_ai.response.id}). */
   protected abstract void requestAttributes(Q request, Span span);
@@ -92,6 +98,7 @@ public abstract class EngineCallTracing<Q, R> implements ServerInterceptor {
     private volatile Span span;
     private volatile Context context;
     private volatile B last;
+    private volatile String requestId;
 
     TracedCall(ServerCall<A, B> call) {
       super(call);
@@ -107,6 +114,8 @@ public abstract class EngineCallTracing<Q, R> implements ServerInterceptor {
           .setAttribute(GenAiAttributes.REQUEST_MODEL, model).startSpan();
       requestAttributes((Q) request, s);
       context = Context.current().with(s);
+      requestId = requestId((Q) request);
+      steps.started(requestId, context);
       span = s;
     }
 
@@ -131,6 +140,7 @@ public abstract class EngineCallTracing<Q, R> implements ServerInterceptor {
     void end(Status status) {
       Span s = span;
       if (s == null || !ended.compareAndSet(false, true)) return;
+      steps.ended(requestId, context);
       B response = last;
       if (response != null) responseAttributes((R) response, s);
       if (!status.isOk()) {
