@@ -2,7 +2,7 @@ package io.moemesh.model;
 
 import static io.moemesh.model.DeepseekModelTest.PAGE;
 import static io.moemesh.model.DeepseekModelTest.TINY_VOCAB;
-import static io.moemesh.model.DeepseekModelTest.randomTokens;
+import static io.moemesh.model.ModelRuns.randomTokens;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.moemesh.kernels.DType;

@@ -2,8 +2,8 @@ package io.moemesh.model;
 
 import static io.moemesh.model.DeepseekModelTest.PAGE;
 import static io.moemesh.model.DeepseekModelTest.TINY_VOCAB;
-import static io.moemesh.model.DeepseekModelTest.randomTokens;
-import static io.moemesh.model.DeepseekModelTest.rows;
+import static io.moemesh.model.ModelRuns.randomTokens;
+import static io.moemesh.model.ModelRuns.rows;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 

@@ -1,7 +1,7 @@
 package io.moemesh.model;
 
-import static io.moemesh.model.DeepseekModelTest.mtpOneShot;
-import static io.moemesh.model.DeepseekModelTest.prefill;
+import static io.moemesh.model.ModelRuns.mtpOneShot;
+import static io.moemesh.model.ModelRuns.prefill;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;

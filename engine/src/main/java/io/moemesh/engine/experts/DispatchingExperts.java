@@ -10,7 +10,6 @@ import io.moemesh.model.moe.LocalExperts;
 import io.moemesh.model.moe.Placement;
 import io.moemesh.model.moe.Routing;
 import io.moemesh.model.moe.balance.ReplicaPicker;
-import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -131,7 +130,7 @@ public final class DispatchingExperts implements ExpertBackend {
       return;
     }
     Hidden h = quantize(k, x, scratch);
-    readInto(k, out, await(transport.shared(layerId, h.states, h.scales), "the shared experts", layerId), scratch);
+    ExpertOutputsCopy.readInto(k, out, await(transport.shared(layerId, h.states, h.scales), "the shared experts", layerId), scratch);
   }
 
   @Override
@@ -188,7 +187,7 @@ public final class DispatchingExperts implements ExpertBackend {
       if (failed.length > 0) redispatch(k, y, sent, failed, scratch);
       k.scatterAdd(sent.routedOut, y, scratch.ofInts(sent.routing.tokenRows(), assignments), scratch.ofFloats(sent.routing.weights(), assignments));
     }
-    if (sent.remoteShared != null) readInto(k, sent.sharedOut, await(sent.remoteShared, "the shared experts", sent.layerId), scratch);
+    if (sent.remoteShared != null) ExpertOutputsCopy.readInto(k, sent.sharedOut, await(sent.remoteShared, "the shared experts", sent.layerId), scratch);
   }
 
   /**
@@ -200,7 +199,7 @@ public final class DispatchingExperts implements ExpertBackend {
     for (int s = 0; s < plans.length; s++) {
       if (plans[s] == null) continue;
       try {
-        place(k, y, awaitShard(calls[s], s, layerId), plans[s].globalIndex, scratch);
+        ExpertOutputsCopy.place(k, y, awaitShard(calls[s], s, layerId), plans[s].globalIndex, scratch);
       } catch (ShardFailure e) {
         downUntil[s] = System.nanoTime() + DOWN_FOR.toNanos();
         lastFailure = e;
@@ -392,14 +391,11 @@ public final class DispatchingExperts implements ExpertBackend {
         return call.get(Math.max(0, Math.min(left, LOST_CHECK.toNanos())), TimeUnit.NANOSECONDS);
       } catch (TimeoutException e) {
         if (left > LOST_CHECK.toNanos()) continue;
-        call.cancel(true);
-        throw new ShardFailure(who + " did not answer layer " + layerId + " within " + timeout.toMillis() + " ms", e);
+        throw timedOut(call, who, layerId, e);
       } catch (ExecutionException e) {
-        Throwable cause = e.getCause();
-        throw new ShardFailure(who + " failed on layer " + layerId + ": " + cause.getMessage(), cause);
+        throw failedOn(who, layerId, e);
       } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new IllegalStateException("interrupted while waiting for " + who);
+        throw interrupted(who);
       }
     }
   }
@@ -413,48 +409,27 @@ public final class DispatchingExperts implements ExpertBackend {
     try {
       return call.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
     } catch (ExecutionException e) {
-      Throwable cause = e.getCause();
-      throw new ShardFailure(who + " failed on layer " + layerId + ": " + cause.getMessage(), cause);
+      throw failedOn(who, layerId, e);
     } catch (TimeoutException e) {
-      call.cancel(true);
-      throw new ShardFailure(who + " did not answer layer " + layerId + " within " + timeout.toMillis() + " ms", e);
+      throw timedOut(call, who, layerId, e);
     } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new IllegalStateException("interrupted while waiting for " + who);
+      throw interrupted(who);
     }
   }
 
-  /** Copies a shard's rows into their places {@code globalIndex} of {@code y}, a run of consecutive places at a time. */
-  private static void place(Kernels k, Tensor y, ExpertOutputs outputs, int[] globalIndex, TensorArena scratch) {
-    int dim = y.dim(1);
-    if (outputs.rows() != globalIndex.length || outputs.cols() != dim)
-      throw new IllegalStateException("a shard answered " + outputs.rows() + " × " + outputs.cols() + " outputs for "
-          + globalIndex.length + " × " + dim);
-    Tensor got = asTensor(outputs, scratch);
-    for (int j = 0; j < globalIndex.length; ) {
-      int run = 1;
-      while (j + run < globalIndex.length && globalIndex[j + run] == globalIndex[j] + run) run++;
-      copy(k, y.rows(globalIndex[j], globalIndex[j] + run), got.rows(j, j + run));
-      j += run;
-    }
+  private static ShardFailure failedOn(String who, int layerId, ExecutionException e) {
+    Throwable cause = e.getCause();
+    return new ShardFailure(who + " failed on layer " + layerId + ": " + cause.getMessage(), cause);
   }
 
-  private static void readInto(Kernels k, Tensor out, ExpertOutputs outputs, TensorArena scratch) {
-    if (outputs.rows() != out.numRows() || outputs.cols() != out.dim(1))
-      throw new IllegalStateException("the shared experts answered " + outputs.rows() + " × " + outputs.cols() + " for " + out);
-    copy(k, out, asTensor(outputs, scratch));
+  private ShardFailure timedOut(CompletableFuture<ExpertOutputs> call, String who, int layerId, TimeoutException e) {
+    call.cancel(true);
+    return new ShardFailure(who + " did not answer layer " + layerId + " within " + timeout.toMillis() + " ms", e);
   }
 
-  private static Tensor asTensor(ExpertOutputs outputs, TensorArena scratch) {
-    Tensor t = scratch.allocate(outputs.dtype(), outputs.rows(), outputs.cols());
-    ByteBuffer data = outputs.data();
-    if (data.remaining() > 0) t.copyFromBytes(data);
-    return t;
-  }
-
-  private static void copy(Kernels k, Tensor to, Tensor from) {
-    if (from.dtype() == DType.F32) to.copyFrom(from);
-    else k.convert(to, from);
+  private static IllegalStateException interrupted(String who) {
+    Thread.currentThread().interrupt();
+    return new IllegalStateException("interrupted while waiting for " + who);
   }
 
   @Override
