@@ -44,6 +44,7 @@ import java.util.concurrent.Future;
  *   the lowest-numbered live shard in this view? ── no ──▶ FOLLOWING (watch only)
  *   Info from every shard ── {@code misses} in a row ──▶ lost ──▶ ShardFailover.hosts: its slots hosted on live shards
  *                        └─ a lost shard answers again ──▶ back ──▶ ShardFailover.hosts: its slots home again
+ *   a shard that has never answered counts as starting, unless the placement in use hosts its slots elsewhere ──▶ lost
  *   new hosts, at a version never prepared before ── Prepare on every live shard ── all answered ──▶ active (REPLACED | REHOMED)
  *                                                                                └─ one failed ──▶ active kept (FAILED), next heartbeat again
  * </pre>
@@ -184,6 +185,10 @@ final class PlacementCoordinator {
       }
     }
     Placement current = active;
+    for (int s = 0; s < shards.size(); s++) // a shard the placement in use already re-hosts was lost before this shard started
+      if (misses[s] != null && s != self && liveness.neverAnswered(s) && hostsNothing(current, s) && liveness.lostBeforeAnswering(s))
+        lost.put(s, misses[s] + "; it has not answered since this shard started, and placement version " + current.version()
+            + " hosts its slots elsewhere");
     boolean[] live = liveness.live();
     coordinating = coordinator(live) == self;
     if (!coordinating) return new Heartbeat(Outcome.FOLLOWING, current, lost, back, adopted);
@@ -211,6 +216,10 @@ final class PlacementCoordinator {
   static int coordinator(boolean[] live) {
     for (int s = 0; s < live.length; s++) if (live[s]) return s;
     return -1;
+  }
+
+  private static boolean hostsNothing(Placement placement, int shard) {
+    return Arrays.stream(placement.slotToShard()).noneMatch(host -> host == shard);
   }
 
   private static List<Integer> lostShards(boolean[] live) {

@@ -3,7 +3,8 @@ package io.moemesh.expert;
 /**
  * Which routed shards answer, from their heartbeats: a shard is lost after {@code misses} heartbeats in a row
  * without a good answer, and back at its first good answer after that. Every shard starts live, and misses count only
- * once it has answered: a shard still loading its experts as the mesh starts is not lost. Not thread-safe.
+ * once it has answered: a shard still loading its experts as the mesh starts is not lost, unless the placement in use
+ * shows it was lost before this view began ({@link #lostBeforeAnswering}). Not thread-safe.
  */
 final class ShardLiveness {
   enum Change { NONE, LOST, BACK }
@@ -36,6 +37,22 @@ final class ShardLiveness {
     if (!live[shard] || missed[shard] < misses) return Change.NONE;
     live[shard] = false;
     return Change.LOST;
+  }
+
+  /** Whether {@code shard} has not answered since this view began. */
+  boolean neverAnswered(int shard) {
+    return !seen[shard];
+  }
+
+  /**
+   * Counts a shard that has not answered yet as lost: the placement in use hosts its slots elsewhere, so it was lost
+   * before this view began (this shard restarted while it was down). It is back at its first answer. Returns whether
+   * it counted as live until now.
+   */
+  boolean lostBeforeAnswering(int shard) {
+    if (seen[shard] || !live[shard]) return false;
+    live[shard] = false;
+    return true;
   }
 
   /** [shard] whether it counts as live (a copy). */
