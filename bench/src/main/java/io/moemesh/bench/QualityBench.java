@@ -26,7 +26,8 @@ import java.util.stream.IntStream;
  * the text's documents (each opened with BOS, every later token scored), top-1 agreement of its next-token argmax
  * with {@code exact}'s, and the MTP head's acceptance: how often its draft for position t+2 (from the hidden state
  * at t and the token at t+1) equals the main model's own greedy choice there — the rate at which greedy MTP
- * speculation accepts its first draft, teacher-forced on the text. A model with held-out chat turns beside it (the demo:
+ * speculation accepts its first draft, teacher-forced on the text; also with the draft head over the first quarter of
+ * the token ids only (FR-Spec's draft vocabulary: {@code moemesh.engine.speculative-draft-vocabulary}). A model with held-out chat turns beside it (the demo:
  * {@link ChatAccuracy}) is also asked them: how often a story answers the asked-for animal and a question the world's fact.
  */
 public final class QualityBench {
@@ -59,7 +60,8 @@ public final class QualityBench {
   }
 
   /** One precision's pass over the windows: per scored position, the argmax and the log-probability of the truth. */
-  record Pass(Precision precision, int[] argmax, double nll, int scored, int mtpAccepted, int mtpDrafts, ChatAccuracy.Score chat) {
+  record Pass(Precision precision, int[] argmax, double nll, int scored, int mtpAccepted, int mtpAcceptedInDraftVocabulary, int mtpDrafts,
+      ChatAccuracy.Score chat) {
     double perplexity() {
       return Math.exp(nll / scored);
     }
@@ -106,6 +108,9 @@ public final class QualityBench {
       if (p.mtpDrafts() > 0)
         out.add(new Measurement("mtp_acceptance", what + ", first draft, greedy", 0, (double) p.mtpAccepted() / p.mtpDrafts(), "", null,
             null, p.mtpDrafts() + " drafts"));
+      if (p.mtpDrafts() > 0)
+        out.add(new Measurement("mtp_acceptance", what + ", first draft, greedy, over the first quarter of the ids", 0,
+            (double) p.mtpAcceptedInDraftVocabulary() / p.mtpDrafts(), "", null, null, p.mtpDrafts() + " drafts"));
       if (p.chat() != null) {
         out.add(new Measurement("chat_follows_request", what + ", story about the asked animal", 0,
             p.chat().rate(ChatAccuracy.Task.STORY), "", null, null, p.chat().asked(ChatAccuracy.Task.STORY) + " requests"));
@@ -145,7 +150,7 @@ public final class QualityBench {
     int pageSize = 64;
     List<Integer> argmax = new ArrayList<>();
     double nll = 0;
-    int scored = 0, accepted = 0, drafts = 0;
+    int scored = 0, accepted = 0, acceptedInDraftVocabulary = 0, drafts = 0, draftVocabulary = draftVocabulary(model);
     for (int[] w : windows) {
       int t = w.length - 1; // rows 0..t-1 predict w[1..t]
       int[] table = IntStream.range(0, (t + pageSize - 1) / pageSize).toArray();
@@ -163,11 +168,20 @@ public final class QualityBench {
         if (model.numMtpLayers() > 0 && t >= 2) {
           var draftBatch = ForwardBatch.single(Arrays.copyOfRange(w, 1, t + 1), 0, t, table, true);
           float[][] draft = rows(model.forwardMtp(0, draftBatch, out.hidden(), cache, arena));
-          for (int r = 0; r + 1 < t; r++, drafts++) if (argmax(draft[r]) == main[r + 1]) accepted++; // draft for r+2 vs the judge's
+          for (int r = 0; r + 1 < t; r++, drafts++) { // the draft for r+2 against the judge's choice there
+            if (argmax(draft[r]) == main[r + 1]) accepted++;
+            if (argmax(Arrays.copyOf(draft[r], draftVocabulary)) == main[r + 1]) acceptedInDraftVocabulary++;
+          }
         }
       }
     }
-    return new Pass(model.precision(), argmax.stream().mapToInt(Integer::intValue).toArray(), nll, scored, accepted, drafts, chat);
+    return new Pass(model.precision(), argmax.stream().mapToInt(Integer::intValue).toArray(), nll, scored, accepted, acceptedInDraftVocabulary,
+        drafts, chat);
+  }
+
+  /** The draft vocabulary the acceptance is also measured with: the first quarter of the ids (FR-Spec's share). */
+  static int draftVocabulary(DeepseekModel model) {
+    return model.config().vocabSize() / 4;
   }
 
   static double agreement(int[] a, int[] b) {

@@ -80,8 +80,9 @@ class SpeculationSpeedProbeTest {
    * {@code .batch}, {@code .steps}): a k = 1 verify step against a plain step, through the model alone, alternated step
    * by step. Each of the batch's requests is at position 100 of a 100-token prompt. A plain step is the main model over
    * each request's token and the argmax of its logits; a verify step the main model over each token and its draft, the
-   * argmax of both rows, and the MTP pass over both rows drafting from the last (the draft accepted). Prints the
-   * medians and their ratio.
+   * argmax of both rows, and the MTP pass over both rows drafting from the last (the draft accepted); the same with the
+   * MTP head over a draft vocabulary ({@code .draft-vocabulary}, default 32768 ids, FR-Spec). Prints the medians and
+   * their ratios.
    */
   @Test
   void verifyStepAgainstPlainStep() {
@@ -89,6 +90,7 @@ class SpeculationSpeedProbeTest {
     Assumptions.assumeTrue(dir != null, "on demand: -Dmoemesh.spec-step=MODEL_DIR");
     int threads = Integer.getInteger("moemesh.spec-step.threads", 2), batch = Integer.getInteger("moemesh.spec-step.batch", 1);
     int steps = Integer.getInteger("moemesh.spec-step.steps", 1500), prompt = 100, pagesEach = 8;
+    int draftVocabulary = Integer.getInteger("moemesh.spec-step.draft-vocabulary", 32768);
     try (NativeKernels kernels = NativeKernels.create(threads);
         DeepseekModel model = DeepseekModel.load(Path.of(dir), Precision.INT8, kernels, (done, total) -> {});
         TensorArena pool = TensorArena.forModel(); TensorArena scratch = TensorArena.workspace()) {
@@ -98,7 +100,8 @@ class SpeculationSpeedProbeTest {
         scratch.reset();
         model.forward(ForwardBatch.single(tokens, 0, prompt, pages(b, pagesEach), false), cache, scratch);
       }
-      long[] plain = new long[steps], verify = new long[steps];
+      draftVocabulary = Math.min(draftVocabulary, model.config().vocabSize());
+      long[] plain = new long[steps], verify = new long[steps], verifyDraftVocabulary = new long[steps];
       for (int pass = 0; pass < 2; pass++) { // the first pass warms the JIT up
         for (int i = 0; i < steps; i++) {
           scratch.reset();
@@ -106,20 +109,29 @@ class SpeculationSpeedProbeTest {
           argmax(kernels, model.forward(decode(batch, 1, prompt, pagesEach, true), cache, scratch).logits(), scratch);
           long t1 = System.nanoTime();
           plain[i] = t1 - t0;
-          scratch.reset();
-          t0 = System.nanoTime();
-          var main = model.forward(decode(batch, 2, prompt, pagesEach, true), cache, scratch);
-          argmax(kernels, main.logits(), scratch);
-          var mtp = model.draftMtp(0, decode(batch, 2, prompt, pagesEach, false), main.hidden(), cache, model.localExperts(), scratch);
-          argmax(kernels, mtp.logits(), scratch);
-          verify[i] = System.nanoTime() - t0;
+          model.draftVocabulary(0);
+          verify[i] = verifyStep(model, kernels, cache, scratch, batch, prompt, pagesEach);
+          model.draftVocabulary(draftVocabulary);
+          verifyDraftVocabulary[i] = verifyStep(model, kernels, cache, scratch, batch, prompt, pagesEach);
         }
       }
       double p = median(Arrays.stream(plain).asDoubleStream().toArray()) / 1e3, v = median(Arrays.stream(verify).asDoubleStream().toArray()) / 1e3;
-      System.out.printf(Locale.ROOT, "%s batch %d, %d thread(s): plain step %.1f µs, k=1 verify step %.1f µs, ratio %.2f%n", Path.of(dir).getFileName(),
-          batch, threads, p, v, v / p);
+      double vd = median(Arrays.stream(verifyDraftVocabulary).asDoubleStream().toArray()) / 1e3;
+      System.out.printf(Locale.ROOT, "%s batch %d, %d thread(s): plain step %.1f µs, k=1 verify step %.1f µs, ratio %.2f; drafting over %d of %d ids:"
+          + " %.1f µs, ratio %.2f%n", Path.of(dir).getFileName(), batch, threads, p, v, v / p, draftVocabulary, model.config().vocabSize(), vd, vd / p);
       assertThat(p).isPositive();
     }
+  }
+
+  /** One k = 1 verify step (the draft accepted): the main model over 2 rows a request, both argmaxes, the MTP pass and its argmax. */
+  private static long verifyStep(DeepseekModel model, Kernels kernels, LatentKvCache cache, TensorArena scratch, int batch, int prompt, int pagesEach) {
+    scratch.reset();
+    long t0 = System.nanoTime();
+    var main = model.forward(decode(batch, 2, prompt, pagesEach, true), cache, scratch);
+    argmax(kernels, main.logits(), scratch);
+    var mtp = model.draftMtp(0, decode(batch, 2, prompt, pagesEach, false), main.hidden(), cache, model.localExperts(), scratch);
+    argmax(kernels, mtp.logits(), scratch);
+    return System.nanoTime() - t0;
   }
 
   /** {@code batch} requests of {@code rows} rows each from position {@code position}; logits of every row or each request's last. */

@@ -73,6 +73,14 @@ public interface EngineConfig {
   @WithConverter(NonNegative.class)
   int speculativeTokens();
 
+  /**
+   * The MTP head drafts over the first this many token ids only (FR-Spec: byte-level BPE numbers tokens in merge order,
+   * so these are the most frequent), reading that share of its weights; 0 = the whole vocabulary.
+   */
+  @WithDefault("0")
+  @WithConverter(NonNegative.class)
+  int speculativeDraftVocabulary();
+
   /** The engine's settings. */
   default EngineSettings settings() {
     if (kvCacheMemory().asLongValue() < 1)
@@ -80,6 +88,6 @@ public interface EngineConfig {
     return new EngineSettings(modelDir(), precision(), kernels(), threads().orElse(Runtime.getRuntime().availableProcessors()),
         kvCacheMemory().asLongValue(), pageSize(), prefixCaching(),
         new SchedulerConfig(maxBatchedTokens(), maxRunningRequests(), policy(), lengthBuckets()), microBatchThreshold(),
-        speculativeTokens());
+        speculativeTokens(), speculativeDraftVocabulary());
   }
 }

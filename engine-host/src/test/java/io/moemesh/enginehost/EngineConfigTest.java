@@ -42,15 +42,17 @@ class EngineConfigTest {
     assertThat(s.scheduler()).isEqualTo(SchedulerConfig.defaults());
     assertThat(s.microBatchThreshold()).as("off").isZero();
     assertThat(s.speculativeTokens()).as("off").isZero();
+    assertThat(s.draftVocabulary()).as("the whole vocabulary").isZero();
   }
 
   @Test
   void readsEveryEngineKey() {
     var s = engine("precision", "bf16", "kernels", "reference", "threads", "3", "kv-cache-memory", "2G", "page-size", "32",
         "prefix-caching", "false", "max-batched-tokens", "512", "max-running-requests", "8", "policy", "priority",
-        "length-buckets", "false", "micro-batch-threshold", "64", "speculative-tokens", "2");
+        "length-buckets", "false", "micro-batch-threshold", "64", "speculative-tokens", "2",
+        "speculative-draft-vocabulary", "32768");
     assertThat(s).isEqualTo(new EngineSettings(Path.of("/m"), Precision.BF16, KernelBackend.REFERENCE, 3, 2L << 30, 32, false,
-        new SchedulerConfig(512, 8, SchedulerConfig.Policy.PRIORITY, false), 64, 2));
+        new SchedulerConfig(512, 8, SchedulerConfig.Policy.PRIORITY, false), 64, 2, 32768));
     assertThat(engine("kv-cache-memory", "64k").kvCacheBytes()).isEqualTo(64L << 10);
   }
 
@@ -70,6 +72,7 @@ class EngineConfigTest {
     assertThatThrownBy(() -> engine("micro-batch-threshold", "-1")).hasMessageContaining("moemesh.engine.micro-batch-threshold")
         .hasMessageContaining("must be ≥ 0");
     assertThatThrownBy(() -> engine("speculative-tokens", "-2")).hasMessageContaining("moemesh.engine.speculative-tokens");
+    assertThatThrownBy(() -> engine("speculative-draft-vocabulary", "-1")).hasMessageContaining("moemesh.engine.speculative-draft-vocabulary");
   }
 
   @Test

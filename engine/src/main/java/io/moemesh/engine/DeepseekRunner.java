@@ -12,6 +12,7 @@ import io.moemesh.model.sampling.Sampler;
 import io.moemesh.model.sampling.TokenCounts;
 import io.moemesh.model.MtpLayer;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -275,7 +276,7 @@ public final class DeepseekRunner implements ModelRunner {
         Sampler.Draft d;
         try {
           d = argmax != null && drafter.takesArgmax() && argmax[q] >= 0 ? new Sampler.Draft(argmax[q], null, 1)
-              : drafter.draft(draftLogits.rows(q, q + 1).toFloatArray(), histories.get(p));
+              : drafter.draft(overVocabulary(draftLogits.rows(q, q + 1).toFloatArray()), histories.get(p));
         } catch (IllegalArgumentException e) { // a broken draft row: no (more) drafts for this request
           continue;
         }
@@ -322,6 +323,18 @@ public final class DeepseekRunner implements ModelRunner {
       int end = c.startPosition() + kept[i];
       connector.saveLayer(c.requestId(), mtpLayer, c.exportFrom(), cache.readRows(mtpLayer, c.blockTable(), c.exportFrom(), end - c.exportFrom()));
     }
+  }
+
+  /**
+   * A draft row over the whole vocabulary: with a draft vocabulary (the first ids only) the ids past it get −∞, so the
+   * draft distribution q is zero there and verification's residual max(0, p − q) still reaches them.
+   */
+  private float[] overVocabulary(float[] row) {
+    int vocab = model.config().vocabSize();
+    if (row.length == vocab) return row;
+    float[] full = Arrays.copyOf(row, vocab);
+    Arrays.fill(full, row.length, vocab, Float.NEGATIVE_INFINITY);
+    return full;
   }
 
   private int[] argmaxRows(Tensor logits) {

@@ -1,6 +1,7 @@
 package io.moemesh.engine;
 
 import io.moemesh.kernels.KernelBackend;
+import io.moemesh.model.DeepseekModel;
 import io.moemesh.model.Precision;
 import java.nio.file.Path;
 import java.util.Objects;
@@ -15,9 +16,11 @@ import java.util.Objects;
  *     (see {@link DeepseekRunner}); 0 = never
  * @param speculativeTokens draft tokens per request and step from the model's MTP module (speculative decoding);
  *     0 = off
+ * @param draftVocabulary the MTP head drafts over the first this many token ids ({@link DeepseekModel#draftVocabulary(int)});
+ *     0 = the whole vocabulary
  */
 public record EngineSettings(Path modelDir, Precision precision, KernelBackend kernels, int threads, long kvCacheBytes,
-    int pageSize, boolean prefixCaching, SchedulerConfig scheduler, int microBatchThreshold, int speculativeTokens) {
+    int pageSize, boolean prefixCaching, SchedulerConfig scheduler, int microBatchThreshold, int speculativeTokens, int draftVocabulary) {
 
   public EngineSettings {
     Objects.requireNonNull(modelDir, "modelDir");
@@ -29,6 +32,13 @@ public record EngineSettings(Path modelDir, Precision precision, KernelBackend k
     if (pageSize < 1) throw new IllegalArgumentException("a KV page holds at least one token, got " + pageSize);
     if (microBatchThreshold < 0) throw new IllegalArgumentException("the micro-batch threshold must be ≥ 0 (0 = off), got " + microBatchThreshold);
     if (speculativeTokens < 0) throw new IllegalArgumentException("speculative tokens must be ≥ 0 (0 = off), got " + speculativeTokens);
+    if (draftVocabulary < 0) throw new IllegalArgumentException("the draft vocabulary must be ≥ 0 (0 = all of it), got " + draftVocabulary);
+  }
+
+  /** Settings whose MTP head, if speculating, drafts over the whole vocabulary. */
+  public EngineSettings(Path modelDir, Precision precision, KernelBackend kernels, int threads, long kvCacheBytes, int pageSize,
+      boolean prefixCaching, SchedulerConfig scheduler, int microBatchThreshold, int speculativeTokens) {
+    this(modelDir, precision, kernels, threads, kvCacheBytes, pageSize, prefixCaching, scheduler, microBatchThreshold, speculativeTokens, 0);
   }
 
   /** Settings without speculative decoding. */

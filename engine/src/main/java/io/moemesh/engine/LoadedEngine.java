@@ -39,6 +39,7 @@ public final class LoadedEngine implements AutoCloseable {
     try {
       DeepseekModel model = DeepseekModel.load(s.modelDir(), s.precision(), kernels, selection, progress);
       try {
+        model.draftVocabulary(s.draftVocabulary());
         var kv = KvCacheConfig.ofBytes(s.kvCacheBytes(), model.newCacheBytesPerToken(), s.pageSize(), s.prefixCaching());
         return new LoadedEngine(kernels, model, Engine.create(model, experts.apply(model), s.scheduler(), kv, connector, null, s.microBatchThreshold(),
             s.speculativeTokens()), kv, s.speculativeTokens());

@@ -209,6 +209,30 @@ class SpeculativeDecodingTest {
       assertThat(off.completions().get("stop").status()).isEqualTo(RequestStatus.FINISHED_STOPPED);
     }
 
+    /** A draft vocabulary (the first ids only) changes which drafts the MTP head can make, never the output. */
+    @Test
+    void withADraftVocabularyDraftsStayInItAndTokensAndLogitsAreThoseWithoutSpeculation() throws Exception {
+      DeepseekModel model = TinyModel.model(Precision.INT8);
+      var kv = new KvCacheConfig(64, 8, true);
+      List<GenerationRequest> requests = greedyRequests(null);
+      EngineTest.Run off = plain(model, EngineTest.ROOMY, kv, requests);
+      int vocabulary = model.config().vocabSize() / 4;
+      List<Integer> drafted = java.util.Collections.synchronizedList(new ArrayList<>());
+      SpecRun mtp;
+      model.draftVocabulary(vocabulary);
+      try {
+        mtp = run(model, EngineTest.ROOMY, kv, requests, 2, (id, numTokens, proposed) -> {
+          proposed.forEach(d -> drafted.add(d.tokenId()));
+          return proposed;
+        }, true);
+      } finally {
+        model.draftVocabulary(0); // the model is shared by the tests
+      }
+      assertSameTokensAndLogits(mtp.run(), off);
+      assertThat(drafted).as("drafts were made").isNotEmpty().allMatch(t -> t >= 0 && t < vocabulary);
+      assertCountersAddUp(mtp.run().stats().speculation(), 2);
+    }
+
     @Test
     void tokensFromTheKernelsArgmaxMatchTooAndRejectedDraftsLeaveNoPages() throws Exception {
       DeepseekModel model = TinyModel.model(Precision.BF16);

@@ -27,12 +27,15 @@ class SpeculativeSamplingDistributionTest {
    * Sampled tokens keep the target distribution: the joint law of the first two tokens (temperature 1, top-k 3, so 9
    * cells) over 600 seeds, against the main model's own probabilities (Pearson's chi-square, 8 degrees of freedom,
    * 26.12 = the 0.999 quantile). The second token is the first one verified: drafts from the real MTP module, and
-   * from a one-hot oracle guessing the likeliest token (accepted often, so both branches of the sampler run).
+   * from a one-hot oracle guessing the likeliest token (accepted often, so both branches of the sampler run), and
+   * from the MTP module over a draft vocabulary that holds some of the likely second tokens and not others (drafts
+   * cannot be those: q is zero there, and only the residual reaches them).
    */
   @ParameterizedTest
-  @ValueSource(booleans = {false, true})
-  void theFirstTokensKeepTheTargetDistribution(boolean oracleDrafts) throws Exception {
+  @ValueSource(strings = {"mtp", "oracle", "mtp-draft-vocabulary"})
+  void theFirstTokensKeepTheTargetDistribution(String drafts) throws Exception {
     DeepseekModel model = TinyModel.model(Precision.BF16);
+    boolean oracleDrafts = drafts.equals("oracle");
     int[] prompt = randomPrompt(42, 11);
     var params = SamplingParams.builder().temperature(1.0).topK(3).ignoreEos(true);
     var kv = new KvCacheConfig(400, 8, true);
@@ -51,12 +54,21 @@ class SpeculativeSamplingDistributionTest {
       top2.put(t1, topK(row, 3));
       p2.put(t1, softmaxOf(row, top2.get(t1)));
     }
+    if (drafts.equals("mtp-draft-vocabulary")) { // the two lowest ids of the likely second tokens in, the others out
+      int[] likely = top2.values().stream().flatMapToInt(Arrays::stream).distinct().sorted().toArray();
+      model.draftVocabulary(likely[1] + 1);
+    }
     int n = 600;
     List<GenerationRequest> requests = new ArrayList<>();
     for (int i = 0; i < n; i++) requests.add(GenerationRequest.of("s" + i, prompt, params.seed(1000L + i).build(), 3));
     int guess = top2.get(top1[0])[0]; // the likeliest second token after the likeliest first
     DraftRewriter oracle = oracleDrafts ? (id, numTokens, d) -> List.of(new Sampler.Draft(guess, null, 1)) : null;
-    SpecRun mtp = run(model, scheduler, kv, requests, 2, oracle, false);
+    SpecRun mtp;
+    try {
+      mtp = run(model, scheduler, kv, requests, 2, oracle, false);
+    } finally {
+      model.draftVocabulary(0); // the model is shared by the tests
+    }
     long[][] observed = new long[3][3];
     for (GenerationRequest r : requests) {
       int[] t = mtp.run().tokens(r.id());
@@ -73,7 +85,7 @@ class SpeculativeSamplingDistributionTest {
         chi += (observed[i][j] - e) * (observed[i][j] - e) / e;
       }
     SpecDecodeStats s = mtp.run().stats().speculation();
-    System.out.printf("sampling, oracle=%s: chi²=%.2f, %s, observed %s%n", oracleDrafts, chi, s, Arrays.deepToString(observed));
+    System.out.printf("sampling, %s drafts: chi²=%.2f, %s, observed %s%n", drafts, chi, s, Arrays.deepToString(observed));
     assertThat(chi).isLessThan(26.12);
     assertThat(s.numDrafts()).isEqualTo(n); // one verification per request: max_tokens 3 leaves room for one draft
     assertCountersAddUp(s, 2);

@@ -29,6 +29,7 @@ public final class DeepseekModel implements AutoCloseable {
   private final Tensor norm;         // F32 (dim)
   private final Linear head;         // (vocab, dim), BF16 or F32
   private final MtpLayer[] mtp;
+  private volatile int draftVocabulary; // the MTP head's drafts cover token ids [0, draftVocabulary)
   private final RopeTable rope;      // (max_position_embeddings, rope / 2)
   private final LocalExperts localExperts;
   private final Path directory;
@@ -44,6 +45,7 @@ public final class DeepseekModel implements AutoCloseable {
     this.norm = norm;
     this.head = head;
     this.mtp = mtp;
+    this.draftVocabulary = config.vocabSize();
     this.rope = rope;
     this.localExperts = localExperts;
     this.directory = directory;
@@ -199,7 +201,7 @@ public final class DeepseekModel implements AutoCloseable {
       throw new IllegalArgumentException("MTP depth " + depth + " but the model has " + mtp.length + " MTP layer(s)");
     checkPages(batch, cache);
     Tensor positions = scratch.ofInts(batch.positions(), batch.numRows());
-    return mtp[depth].draft(kernels, batch, hidden, positions, rope, cache, experts, config.rmsNormEps(), scratch);
+    return mtp[depth].draft(kernels, batch, hidden, positions, rope, cache, experts, config.rmsNormEps(), draftVocabulary, scratch);
   }
 
   public Tensor forwardMtp(int depth, ForwardBatch batch, Tensor hidden, LatentKvCache cache, TensorArena scratch) {
@@ -317,6 +319,22 @@ public final class DeepseekModel implements AutoCloseable {
 
   public LocalExperts localExperts() {
     return localExperts;
+  }
+
+  /**
+   * Drafts from the MTP head over the first {@code n} token ids only (0: the whole vocabulary): {@link #draftMtp}'s
+   * head then reads {@code n / vocab} of its weights. Verification is unchanged, so outputs keep the main model's
+   * distribution; only drafts outside the first n ids are lost. Set before the model serves.
+   */
+  public void draftVocabulary(int n) {
+    if (n < 0 || n > config.vocabSize())
+      throw new IllegalArgumentException("draft vocabulary " + n + " outside [0, " + config.vocabSize() + "] (0: the whole vocabulary)");
+    draftVocabulary = n == 0 ? config.vocabSize() : n;
+  }
+
+  /** The token ids [0, n) the MTP head drafts from: the whole vocabulary unless {@link #draftVocabulary(int)} set fewer. */
+  public int draftVocabulary() {
+    return draftVocabulary;
   }
 
   public int numMtpLayers() {

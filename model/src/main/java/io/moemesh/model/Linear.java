@@ -67,6 +67,15 @@ public record Linear(Tensor weight, Tensor scales, boolean bf16Activations) {
     k.matmulInt8(out, xq, xs, weight, scales);
   }
 
+  /**
+   * The first {@code n} output rows only, sharing this matrix's memory: {@code y[:, :n]} for a pass that reads
+   * {@code n / outFeatures} of the weights (a draft head over the most frequent tokens).
+   */
+  public Linear firstOutputs(int n) {
+    if (n < 1 || n > outFeatures()) throw new IllegalArgumentException(n + " output rows of " + outFeatures());
+    return n == outFeatures() ? this : new Linear(weight.rows(0, n), scales == null ? null : scales.rows(0, n), bf16Activations);
+  }
+
   public boolean isInt8() {
     return scales != null;
   }

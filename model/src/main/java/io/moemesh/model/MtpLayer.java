@@ -43,7 +43,7 @@ public record MtpLayer(Tensor embed, Tensor enorm, Tensor hnorm, Linear ehProj, 
    * @param hidden (rows of batch.logitRows(), dim) the block's output before the shared head's norm, for the logit rows
    *     in their order: the h_i a chained pass of the module takes at position i + 1 (as vLLM's MTP proposer chains one
    *     module)
-   * @param logits (rows of batch.logitRows(), vocab) draft logits
+   * @param logits (rows of batch.logitRows(), draft vocabulary) draft logits over token ids [0, draft vocabulary)
    */
   public record Output(Tensor hidden, Tensor logits) {}
 
@@ -56,6 +56,17 @@ public record MtpLayer(Tensor embed, Tensor enorm, Tensor hnorm, Linear ehProj, 
    */
   public Output draft(Kernels k, ForwardBatch batch, Tensor hidden, Tensor positions, RopeTable rope, LatentKvCache cache,
       ExpertBackend experts, float eps, TensorArena scratch) {
+    return draft(k, batch, hidden, positions, rope, cache, experts, eps, head.outFeatures(), scratch);
+  }
+
+  /**
+   * As {@link #draft(Kernels, ForwardBatch, Tensor, Tensor, RopeTable, LatentKvCache, ExpertBackend, float, TensorArena)},
+   * with logits for the first {@code vocabulary} token ids only: the head reads that share of its rows (FR-Spec, Zhao
+   * et al. 2025: byte-level BPE numbers tokens in merge order, so the first ids are the most frequent ones).
+   */
+  public Output draft(Kernels k, ForwardBatch batch, Tensor hidden, Tensor positions, RopeTable rope, LatentKvCache cache,
+      ExpertBackend experts, float eps, int vocabulary, TensorArena scratch) {
+    Linear head = this.head.firstOutputs(vocabulary);
     int T = batch.numRows(), dim = hidden.dim(1);
     Tensor emb = DeepseekModel.embed(k, embed, batch.tokens(), scratch);
     Tensor joined = scratch.allocate(DType.F32, T, 2 * dim);

@@ -2,6 +2,7 @@ package io.moemesh.model;
 
 import static io.moemesh.model.ModelRuns.*;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.moemesh.kernels.NativeKernels;
 import io.moemesh.kernels.Tensor;
@@ -327,6 +328,35 @@ class DeepseekModelTest {
             assertThat(hidden[i]).as("hidden state of row %d", wanted[i]).containsExactly(everyRowHidden[wanted[i]]);
           }
         }
+      }
+    }
+
+    /** A draft vocabulary of n ids gives the first n columns of the whole vocabulary's draft logits, bit for bit. */
+    @ParameterizedTest
+    @EnumSource(Precision.class)
+    void aDraftVocabularyGivesTheFirstColumnsOfTheDraftLogits(Precision precision) {
+      DeepseekModel model = model(tinyBf16, precision);
+      int[] tokens = randomTokens(TINY_VOCAB, 23, 11);
+      int T = 10, n = TINY_VOCAB / 3;
+      float[][] full = draftLogits(model, tokens, T);
+      model.draftVocabulary(n);
+      float[][] some;
+      try {
+        some = draftLogits(model, tokens, T);
+      } finally {
+        model.draftVocabulary(0); // the model is shared by the tests
+      }
+      assertThat(model.draftVocabulary()).isEqualTo(TINY_VOCAB);
+      for (int r = 0; r < T; r++) assertThat(some[r]).as("row %d", r).containsExactly(Arrays.copyOf(full[r], n));
+      assertThatThrownBy(() -> model.draftVocabulary(TINY_VOCAB + 1)).hasMessageContaining("draft vocabulary");
+    }
+
+    private float[][] draftLogits(DeepseekModel model, int[] tokens, int T) {
+      try (TensorArena arena = TensorArena.open()) {
+        LatentKvCache cache = model.newCache(arena, NUM_PAGES, PAGE);
+        var out = model.forward(ForwardBatch.single(Arrays.copyOf(tokens, T), 0, T, pages(T), true), cache, arena);
+        return rows(model.draftMtp(0, ForwardBatch.single(Arrays.copyOfRange(tokens, 1, T + 1), 0, T, pages(T), true), out.hidden(), cache,
+            model.localExperts(), arena).logits());
       }
     }
 
