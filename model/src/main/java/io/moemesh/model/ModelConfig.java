@@ -11,8 +11,7 @@ import java.util.OptionalInt;
  * route_scale = routedScalingFactor.
  *
  * @param qLoraRank 0 when queries use a plain {@code q_proj} (V2-Lite style) instead of the low-rank path
- * @param topkMethod {@code noaux_tc} (sigmoid + correction bias, DeepSeek-V3), {@code group_limited_greedy}
- *     or {@code greedy}
+ * @param topkMethod how the gate selects experts ({@code noaux_tc}: DeepSeek-V3's sigmoid + correction bias)
  * @param ropeScaling YaRN parameters, or null for plain RoPE
  * @param quantization the checkpoint's FP8 block quantization, or null for unquantized weights
  */
@@ -33,7 +32,7 @@ public record ModelConfig(
     int numExpertsPerTok,
     int nGroup,
     int topkGroup,
-    String topkMethod,
+    TopkMethod topkMethod,
     boolean normTopkProb,
     float routedScalingFactor,
     int firstKDenseReplace,
@@ -71,7 +70,7 @@ public record ModelConfig(
 
   /** Whether the gate adds {@code e_score_correction_bias} for selection. */
   public boolean hasCorrectionBias() {
-    return topkMethod.equals("noaux_tc");
+    return topkMethod == TopkMethod.NOAUX_TC;
   }
 
   /** Whether YaRN changes the frequencies: as DeepSeek's reference, only past the original context. */

@@ -56,16 +56,19 @@ public final class ModelConfigReader {
     f.require(!f.bool("attention_bias", false), "attention_bias", "attention projections with bias are not supported");
     f.require(!f.bool("tie_word_embeddings", false), "tie_word_embeddings", "tied embeddings are not supported");
     f.require(f.string("scoring_func", "sigmoid").equals("sigmoid"), "scoring_func", "only 'sigmoid' routing is supported");
-    String topkMethod = f.string("topk_method", "noaux_tc");
-    f.require(Set.of("noaux_tc", "group_limited_greedy", "greedy").contains(topkMethod), "topk_method",
-        "'" + topkMethod + "' is not one of noaux_tc, group_limited_greedy, greedy");
+    TopkMethod topkMethod;
+    try {
+      topkMethod = TopkMethod.of(f.string("topk_method", TopkMethod.NOAUX_TC.configName()));
+    } catch (IllegalArgumentException e) {
+      throw f.error("topk_method", e.getMessage());
+    }
 
     int heads = f.positive("num_attention_heads");
     if (root.has("num_key_value_heads") && !root.get("num_key_value_heads").isNull())
       f.require(f.positive("num_key_value_heads") == heads, "num_key_value_heads", "MLA needs it equal to num_attention_heads");
     int nRouted = f.integer("n_routed_experts", 0);
-    int nGroup = topkMethod.equals("greedy") ? 1 : f.integer("n_group", 1);
-    int topkGroup = topkMethod.equals("greedy") ? 1 : f.integer("topk_group", 1);
+    int nGroup = topkMethod == TopkMethod.GREEDY ? 1 : f.integer("n_group", 1);
+    int topkGroup = topkMethod == TopkMethod.GREEDY ? 1 : f.integer("topk_group", 1);
     int topk = f.integer("num_experts_per_tok", nRouted > 0 ? 1 : 0);
     if (nRouted > 0) {
       f.require(nGroup >= 1 && nRouted % nGroup == 0, "n_group", nGroup + " does not divide n_routed_experts " + nRouted);

@@ -136,7 +136,7 @@ public final class NaiveDeepseek {
 
   /** The MoE: each token's routed experts weighted by the gate, plus the shared experts. */
   private double[][] moe(String m, double[][] x) {
-    double[] bias = "noaux_tc".equals(c.topkMethod()) ? weight(m + "gate.e_score_correction_bias") : null;
+    double[] bias = c.topkMethod() == io.moemesh.model.TopkMethod.NOAUX_TC ? weight(m + "gate.e_score_correction_bias") : null;
     double[][] logits = linear(x, m + "gate.weight");
     double[][] y = c.nSharedExperts() > 0 ? mlp(m + "shared_experts.", x) : new double[x.length][x[0].length];
     for (int t = 0; t < x.length; t++) {
