@@ -59,7 +59,7 @@ class DemoModelMeshTest {
     String story = choice.at("/message/content").asText();
     assertThat(choice.path("finish_reason").asText()).as(story).isEqualTo("stop");
     List<String> words = words(story);
-    Set<String> known = Set.copyOf(words(Files.readString(MODEL.resolve("heldout.txt"))));
+    Set<String> known = Set.copyOf(words(Files.readString(MODEL.resolve("heldout.txt")) + Files.readString(MODEL.resolve("heldout-chat.jsonl"))));
     assertThat(words).as(story).hasSizeGreaterThan(20);
     assertThat(words.stream().filter(known::contains).count()).as("words of the training corpus: %s", story)
         .isGreaterThanOrEqualTo(words.size() * 9L / 10);
