@@ -4,6 +4,7 @@ import static io.moemesh.bench.KernelCases.TRIAD;
 import static io.moemesh.bench.KernelCases.INT8_PEAK;
 
 import io.moemesh.bench.KernelCases.Case;
+import io.moemesh.engine.cli.Cli;
 import io.moemesh.kernels.KernelException;
 import io.moemesh.kernels.NativeKernels;
 import io.moemesh.kernels.TensorArena;
@@ -38,7 +39,12 @@ public final class KernelBench {
    * Command-line options. {@code quick}: fewer and shorter repetitions (about 30 s instead of 2 minutes);
    * {@code only}: the cases to run (empty: all), with the cases they are compared with; triad always runs.
    */
-  record Options(Path json, boolean quick, Set<String> only) {}
+  record Options(Path json, boolean quick, Set<String> only) {
+    /** The options {@code bench kernels ARGS} runs with; a usage error is a picocli {@code ParameterException}. */
+    static Options parse(String... args) {
+      return Cli.parse(new KernelBenchCommand(), args).options();
+    }
+  }
 
   private final Options options;
   private final Timing timing;

@@ -1,5 +1,6 @@
 package io.moemesh.bench;
 
+import io.moemesh.engine.cli.Cli;
 import io.moemesh.engine.cli.DemoModels;
 import io.moemesh.kernels.NativeKernels;
 import io.moemesh.kernels.ProfilingKernels;
@@ -26,7 +27,12 @@ public final class ModelBench {
 
   /** {@code dir} null: the bench demo model; {@code json} null: no JSON. */
   record Settings(Path dir, Precision precision, int promptLength, int decodeSteps, Path json, boolean profile,
-      boolean contend) {}
+      boolean contend) {
+    /** The settings {@code bench model ARGS} runs with; a usage error is a picocli {@code ParameterException}. */
+    static Settings parse(String... args) {
+      return Cli.parse(new ModelBenchCommand(), args).settings();
+    }
+  }
 
   static void benchmark(Settings s) throws Exception {
     Precision precision = s.precision();

@@ -1,5 +1,6 @@
 package io.moemesh.bench;
 
+import io.moemesh.engine.cli.Cli;
 import io.moemesh.engine.cli.DemoModels;
 import io.moemesh.kernels.NativeKernels;
 import io.moemesh.kernels.Tensor;
@@ -29,7 +30,12 @@ public final class QualityBench {
   private QualityBench() {}
 
   /** {@code dir} null: the trained demo model; {@code text} null: its heldout.txt; {@code json} null: no JSON. */
-  record Settings(Path dir, Path text, List<Precision> precisions, int window, int maxTokens, Path json) {}
+  record Settings(Path dir, Path text, List<Precision> precisions, int window, int maxTokens, Path json) {
+    /** The settings {@code bench quality ARGS} runs with; a usage error is a picocli {@code ParameterException}. */
+    static Settings parse(String... args) {
+      return Cli.parse(new QualityBenchCommand(), args).settings();
+    }
+  }
 
   /** One precision's pass over the windows: per scored position, the argmax and the log-probability of the truth. */
   record Pass(Precision precision, int[] argmax, double nll, int scored, int mtpAccepted, int mtpDrafts) {

@@ -14,6 +14,7 @@ import io.moemesh.engine.Scheduler;
 import io.moemesh.engine.SchedulerConfig;
 import io.moemesh.engine.SchedulerOutput;
 import io.moemesh.engine.SpecDecodeStats;
+import io.moemesh.engine.cli.Cli;
 import io.moemesh.engine.cli.DemoModels;
 import io.moemesh.engine.kv.KvCacheManager;
 import io.moemesh.kernels.NativeKernels;
@@ -48,7 +49,12 @@ public final class ThroughputBench {
 
   /** {@code dir} null: the bench demo model; {@code json} null: no JSON. */
   record Settings(Path dir, Precision precision, int[] batches, int inputLen, int outputLen, int threads, Path json,
-      boolean profile, int microBatchThreshold, int speculativeTokens) {}
+      boolean profile, int microBatchThreshold, int speculativeTokens) {
+    /** The settings {@code bench throughput ARGS} runs with; a usage error is a picocli {@code ParameterException}. */
+    static Settings parse(String... args) {
+      return Cli.parse(new ThroughputBenchCommand(), args).settings();
+    }
+  }
 
   static void benchmark(Settings s) throws Exception {
     Precision precision = s.precision();
