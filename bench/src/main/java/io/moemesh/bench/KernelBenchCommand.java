@@ -13,7 +13,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
 /** {@code bench kernels}'s command line: {@link KernelBench.Options}. */
-@Command(name = "kernels", sortOptions = false, description = {
+@Command(name = "kernels", sortOptions = false, sortSynopsis = false, description = {
     "Measure the native kernels at 1 and 2 threads: STREAM triad, INT8/BF16 GEMV, INT8 GEMM, BF16 x BF16 GEMM against"
         + " F32 x BF16, MLA decode, grouped MoE projections."})
 final class KernelBenchCommand implements Callable<Integer> {

@@ -12,7 +12,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
 /** {@code bench model}'s command line: {@link ModelBench.Settings}. */
-@Command(name = "model", sortOptions = false, description = {
+@Command(name = "model", sortOptions = false, sortSynopsis = false, description = {
     "One request alone, at 1 and 2 threads: prefill of a P-token prompt, then N decode steps, each against the memory"
         + " roofline (triad bandwidth measured in the same run)."})
 final class ModelBenchCommand implements Callable<Integer> {

@@ -12,7 +12,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
 /** {@code bench profile}'s command line: {@link ProfileBench.Options}. */
-@Command(name = "profile", sortOptions = false, description = {
+@Command(name = "profile", sortOptions = false, sortSynopsis = false, description = {
     "The planner's profile of a running mesh with one prefill and one decode replica (bin/moemesh up --decode-replicas 1):"
         + " closed-loop steps at concurrency 1, 2, 4, ... up to C through URL's /v1/completions, N requests per client and"
         + " step after one warm-up each, and W warm-up requests before each sweep. Prefill: I-token prompts and 1 output"

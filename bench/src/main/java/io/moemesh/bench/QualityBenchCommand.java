@@ -13,7 +13,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
 /** {@code bench quality}'s command line: {@link QualityBench.Settings}. */
-@Command(name = "quality", sortOptions = false, description = {
+@Command(name = "quality", sortOptions = false, sortSynopsis = false, description = {
     "Held-out perplexity per precision, top-1 agreement of each with exact, and the MTP head's greedy acceptance of its"
         + " first draft. Documents (blank-line separated) open with BOS, as the demo model was trained."})
 final class QualityBenchCommand implements Callable<Integer> {

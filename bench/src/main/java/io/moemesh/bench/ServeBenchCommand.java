@@ -16,7 +16,7 @@ import picocli.CommandLine.Spec;
  * {@code bench serve}'s command line: {@link ServeOptions}. The defaults that depend on the load (the cap on requests
  * in flight, the warm-up) are resolved in {@link #options()}.
  */
-@Command(name = "serve", sortOptions = false, description = {
+@Command(name = "serve", sortOptions = false, sortSynopsis = false, description = {
     "vLLM's serving benchmark against a running server (e.g. bin/moemesh up): N random prompts of exactly I token ids"
         + " (after P ids all prompts share), streamed through URL's /v1/completions with max_tokens = O and ignore_eos,"
         + " C at once; reports TTFT, TPOT, ITL and end-to-end latency (mean, p50, p90, p99), the request and token"

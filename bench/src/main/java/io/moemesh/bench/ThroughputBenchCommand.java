@@ -14,7 +14,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
 /** {@code bench throughput}'s command line: {@link ThroughputBench.Settings}. */
-@Command(name = "throughput", sortOptions = false, description = {
+@Command(name = "throughput", sortOptions = false, sortSynopsis = false, description = {
     "B requests of I prompt tokens and O output tokens through the engine at once (continuous batching), for each batch"
         + " size B: prefill and decode tokens/s, time per output token, and decode against the memory roofline of its steps"
         + " (triad bandwidth measured right before and after)."})

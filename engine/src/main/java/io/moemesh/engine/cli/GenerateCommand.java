@@ -44,7 +44,7 @@ import picocli.CommandLine.Spec;
  * {@code --speculative-tokens k} (k &gt; 0) runs the prompt through the {@link Engine} instead, with MTP speculative
  * decoding of k drafts per step, and prints the drafts' acceptance.
  */
-@Command(name = "generate", sortOptions = false, description = {
+@Command(name = "generate", sortOptions = false, sortSynopsis = false, description = {
     "Run one prompt in this process: a prefill pass, then one decode step per token, streaming the text to stdout.",
     "Without --model, the trained demo model (models/demo). --speculative-tokens K: through the engine with K MTP"
         + " drafts a step, printing their acceptance."})

@@ -9,9 +9,12 @@ import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
-/** The offline command line behind {@code bin/moemesh}: {@code make-model}, {@code make-tokenizer} and {@code generate}. */
-@Command(name = "moemesh", description = "The offline commands: make a checkpoint or a tokenizer, run one prompt.",
-    subcommands = {MakeModelCommand.class, MakeTokenizerCommand.class, GenerateCommand.class, Main.DemoModelCommand.class,
+/**
+ * The command line behind {@code bin/moemesh}'s {@code up} (its options; the script starts the processes),
+ * {@code make-model}, {@code make-tokenizer} and {@code generate}.
+ */
+@Command(name = "moemesh", description = "Check up's options; make a checkpoint or a tokenizer; run one prompt.",
+    subcommands = {UpCommand.class, MakeModelCommand.class, MakeTokenizerCommand.class, GenerateCommand.class, Main.DemoModelCommand.class,
         HelpCommand.class})
 public final class Main implements Runnable {
   @Mixin HelpOption help;

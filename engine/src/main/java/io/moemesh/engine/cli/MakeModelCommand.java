@@ -14,7 +14,7 @@ import picocli.CommandLine.Spec;
  * {@code --router-skew S} adds S to a few hot experts' gate correction bias per MoE layer, so they receive
  * most tokens (see {@code RouterSkew}); 0, the default, writes the unskewed checkpoint.
  */
-@Command(name = "make-model", sortOptions = false,
+@Command(name = "make-model", sortOptions = false, sortSynopsis = false,
     description = "Write a seeded random checkpoint (config, safetensors, BPE tokenizer, chat template).")
 final class MakeModelCommand implements Callable<Integer> {
   @Mixin HelpOption help;

@@ -18,7 +18,7 @@ import picocli.CommandLine.Spec;
  * model's {@code tokenizer.json} and {@code tokenizer_config.json} (DeepSeek-V3 specials, chat template). Used to
  * give a model trained on that corpus its vocabulary (tools/train-demo).
  */
-@Command(name = "make-tokenizer", sortOptions = false, description = {
+@Command(name = "make-tokenizer", sortOptions = false, sortSynopsis = false, description = {
     "Learn a byte-level BPE tokenizer from the given texts (tokenizer.json, tokenizer_config.json with DeepSeek-V3's"
         + " special tokens and the chat template), as a model trained on them needs."})
 final class MakeTokenizerCommand implements Callable<Integer> {

@@ -185,7 +185,7 @@ class OfflineCliTest {
     void helpPrintsTheGeneratedUsageOfEveryCommand() throws Exception {
       Run root = cli("--help");
       assertThat(root.exit()).as(root.err()).isZero();
-      assertThat(root.out()).startsWith("Usage: moemesh").contains("make-model", "make-tokenizer", "generate")
+      assertThat(root.out()).startsWith("Usage: moemesh").contains("up", "make-model", "make-tokenizer", "generate")
           .doesNotContain("demo-model"); // for scripts, not listed
       Run generate = cli("generate", "--help");
       assertThat(generate.exit()).isZero();
@@ -195,6 +195,8 @@ class OfflineCliTest {
               "--threads=N", "--ignore-eos", "--speculative-tokens=K", "(default: 16)");
       assertThat(cli("help", "make-model").out()).startsWith("Usage: moemesh make-model")
           .contains("--config=FILE|tiny|small|bench", "--out=DIR", "--seed=N", "--format=bf16|fp8", "--router-skew=S");
+      assertThat(cli("up", "--help").out()).startsWith("Usage: moemesh up").contains("--decode-replicas=N", "--balance-every=D",
+          "(default: 60s; 0 = never)", "--planner", "--max-replicas=N").doesNotContain("--settings-out");
       assertThat(cli("make-tokenizer", "-h").out()).startsWith("Usage: moemesh make-tokenizer")
           .contains("--corpus=FILE", "--vocab-size=V", "--bos-id=N", "--eos-id=N", "--model-max-length=L");
     }
@@ -221,7 +223,8 @@ class OfflineCliTest {
       assertThat(noPrompt.err()).contains("Missing required argument (specify one of these): (--prompt=TEXT | --chat=TEXT | --prompt-ids=ID");
       Run unknownOption = cli("generate", "--model", model.toString(), "--prompt", "x", "--max-tokens", "3");
       assertThat(unknownOption.exit()).isEqualTo(2);
-      assertThat(unknownOption.err()).startsWith("moemesh generate: Unknown option: '--max-tokens'");
+      assertThat(unknownOption.err()).startsWith("moemesh generate: Unknown options: '--max-tokens', '3'")
+          .contains("Possible solutions: --max-new-tokens");
       Run twice = cli("make-model", "--config", "tiny", "--config", "small", "--out", work.resolve("z").toString());
       assertThat(twice.exit()).isEqualTo(2);
       assertThat(twice.err()).contains("option '--config' (FILE|tiny|small|bench) should be specified only once");
