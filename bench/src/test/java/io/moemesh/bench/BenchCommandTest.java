@@ -95,7 +95,8 @@ class BenchCommandTest {
   void rejectsUnknownOptionsAndTargetsAMissingValueAndAnOptionGivenTwice() {
     Run unknown = bench("throughput", "--batches", "1");
     assertThat(unknown.exitCode()).isEqualTo(2);
-    assertThat(unknown.err()).startsWith("moemesh bench throughput: Unknown option: '--batches'");
+    assertThat(unknown.err()).startsWith("moemesh bench throughput: Unknown options: '--batches', '1'")
+        .contains("Possible solutions: --batch");
     Run target = bench("kernel");
     assertThat(target.exitCode()).isEqualTo(2);
     assertThat(target.err()).startsWith("moemesh bench: Unmatched argument at index 0: 'kernel'").contains("kernels");
