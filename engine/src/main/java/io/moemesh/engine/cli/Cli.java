@@ -15,12 +15,16 @@ import picocli.CommandLine.ParameterException;
  * exits 2; a failure of the run itself prints {@code moemesh <command>: <message>} and exits 1.
  */
 public final class Cli {
+  /** Columns of the generated usage: the README's command lines are about as wide. */
+  static final int USAGE_WIDTH = 100;
+
   private Cli() {}
 
   /** The command line of {@code command} (a picocli {@code @Command}) with the rules above. */
   public static CommandLine commandLine(Object command) {
     return new CommandLine(command)
         .setCaseInsensitiveEnumValuesAllowed(true) // --precision int8 as well as INT8
+        .setUsageHelpWidth(USAGE_WIDTH)
         .setParameterExceptionHandler(Cli::usageError)
         .setExecutionExceptionHandler((e, commandLine, parsed) -> {
           if (e instanceof UsageException) return usageError(new ParameterException(commandLine, e.getMessage(), e), null);
