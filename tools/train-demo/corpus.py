@@ -15,69 +15,20 @@ import argparse
 import json
 import os
 import random
+from typing import NamedTuple
 
-NAMES = """Mia Leo Ava Sam Lily Max Zoe Ben Ella Tom Ruby Jack Nora Finn Lucy Owen Emma Noah Grace Eli Rosa Hugo
-Ivy Kai Luna Milo Nina Oscar Pia Quinn Rita Theo Uma Victor Willa Xavier Yara Zack Anna Bruno Clara Dan Eva Felix
-Gina Hank Iris Jonah Kira Liam Maya Ned Olive Paul Rose Seth Tara Ugo Vera Wes Ada Basil Cora Dora Emil Fern Gus
-Hazel Ian June Kit Lena Moss Nell Otto Poppy Ray Sara Tess Vince Wren Alma Bea Cal Daisy Ezra Flora Gil Hope Isla
-Jude Kate Lars Mabel Nico Opal Pete Remy Sage Toby Una Wade""".split()
+from words import (ACTIONS, ADJ, ADVERBS, ANIMALS, ANIMAL_KINDS, CLOTHES, COLORS, FEELINGS, FLOWERS, FOODS, GAMES,
+                   HOMES, INSTRUMENTS, JOBS, LESSONS, NAMES, NATURE, OBJECTS, OBJ_ADJ, PLACES, SAY, SNACKS, SOUNDS,
+                   TIMES, TOOLS, TREES, VEGETABLES, WEATHER)
 
-# kind: (plural, sound)
-ANIMALS = {
-    "fox": ("foxes", "yipped"), "rabbit": ("rabbits", "squeaked"), "bear": ("bears", "growled"),
-    "owl": ("owls", "hooted"), "frog": ("frogs", "croaked"), "duck": ("ducks", "quacked"),
-    "mouse": ("mice", "squeaked"), "cat": ("cats", "meowed"), "dog": ("dogs", "barked"),
-    "pig": ("pigs", "oinked"), "goat": ("goats", "bleated"), "horse": ("horses", "neighed"),
-    "cow": ("cows", "mooed"), "sheep": ("sheep", "baaed"), "hen": ("hens", "clucked"),
-    "squirrel": ("squirrels", "chattered"), "hedgehog": ("hedgehogs", "sniffed"), "badger": ("badgers", "grunted"),
-    "deer": ("deer", "snorted"), "wolf": ("wolves", "howled"), "turtle": ("turtles", "sighed"),
-    "beaver": ("beavers", "whistled"), "otter": ("otters", "chirped"), "lion": ("lions", "roared"),
-    "tiger": ("tigers", "roared"), "elephant": ("elephants", "trumpeted"), "monkey": ("monkeys", "chattered"),
-    "giraffe": ("giraffes", "hummed"), "zebra": ("zebras", "brayed"), "penguin": ("penguins", "squawked"),
-    "seal": ("seals", "barked"), "whale": ("whales", "sang"), "crab": ("crabs", "clicked"),
-    "snail": ("snails", "whispered"), "bee": ("bees", "buzzed"), "butterfly": ("butterflies", "fluttered"),
-    "robin": ("robins", "sang"), "crow": ("crows", "cawed"), "parrot": ("parrots", "squawked"),
-    "goose": ("geese", "honked"), "donkey": ("donkeys", "brayed"), "lamb": ("lambs", "bleated"),
-    "kitten": ("kittens", "mewed"), "puppy": ("puppies", "yapped"), "panda": ("pandas", "grunted"),
-    "koala": ("koalas", "yawned"), "kangaroo": ("kangaroos", "thumped"), "moose": ("moose", "bellowed"),
-    "raccoon": ("raccoons", "chittered"), "mole": ("moles", "mumbled"), "lizard": ("lizards", "hissed"),
-    "dolphin": ("dolphins", "clicked"), "swan": ("swans", "hissed"), "camel": ("camels", "groaned"),
-}
-COLORS = """red orange yellow green blue purple pink brown black white gray golden silver spotted striped""".split()
-HOMES = """the forest|the meadow|the pond|the barn|the old oak tree|the river bank|the hill|the garden|the farm|
-the cave|the beach|the jungle|the snowy mountain|the green valley|the little lake|the apple orchard|the sand dunes|
-the tall grass|the hollow log|the lighthouse""".replace("\n", "").split("|")
-FOODS = """apples|carrots|berries|honey|nuts|seeds|fish|cheese|bread|corn|grapes|pears|clover|bananas|leaves|
-acorns|plums|peas|cherries|oats|mushrooms|melons|worms|bugs""".replace("\n", "").split("|")
 
-PLACES = HOMES + """the village|the market|the school|the library|the bakery|the park|the bridge|the castle|
-the old mill|the train station|the toy shop|the museum|the playground|the island|the harbor|the zoo|
-the big city|the quiet town|the windy field|the deep woods""".replace("\n", "").split("|")
-OBJECTS = """ball kite hat scarf book box key boat drum bell lamp map shell stone feather ribbon basket cup spoon
-blanket pillow sock shoe mitten button coin ring crown flag flute horn wagon sled bucket shovel rope ladder brush
-crayon pencil paper letter cake pie cookie sandwich bottle jar candle clock compass marble puzzle robot teddy
-umbrella whistle wheel yoyo""".split()
-ADJ = """little big tiny huge happy sad brave shy kind clever silly sleepy quiet loud gentle grumpy curious careful
-busy lazy proud friendly funny wise young old fast slow strong soft shiny dusty bright dark warm cold cozy
-fluffy round small tall short noisy calm cheerful lucky lonely helpful playful""".split()
-OBJ_ADJ = """red blue green yellow shiny old new tiny big soft round striped spotted golden silver wooden
-paper painted broken favorite little""".split()
-FEELINGS = """happy sad scared excited tired proud surprised worried glad calm angry lonely hopeful curious
-grateful""".split()
-WEATHER = ["the sun was shining", "it was raining", "the wind was blowing", "snow was falling",
-           "the sky was gray", "it was a warm day", "it was a cold morning", "the stars were out",
-           "a storm was coming", "the fog was thick", "a rainbow was in the sky", "the leaves were falling"]
-TIMES = ["One morning", "One day", "One evening", "Early one morning", "One sunny afternoon", "Late one night",
-         "One spring day", "One winter morning", "Last summer", "On a rainy Tuesday", "One autumn day",
-         "On a quiet Sunday", "Long ago", "Once upon a time"]
-ACTIONS = [("run", "ran"), ("jump", "jumped"), ("dance", "danced"), ("sing", "sang"), ("swim", "swam"),
-           ("climb", "climbed"), ("hop", "hopped"), ("dig", "dug"), ("paint", "painted"), ("read", "read"),
-           ("build", "built"), ("play", "played"), ("draw", "drew"), ("bake", "baked"), ("fly", "flew"),
-           ("skip", "skipped"), ("roll", "rolled"), ("spin", "spun"), ("whistle", "whistled"),
-           ("count", "counted"), ("explore", "explored"), ("search", "searched"), ("hide", "hid"),
-           ("rest", "rested"), ("laugh", "laughed"), ("sail", "sailed"), ("fish", "fished"), ("garden", "gardened")]
-SAY = ["said", "asked", "whispered", "shouted", "cried", "laughed", "replied", "called", "answered", "giggled"]
-ANIMAL_KINDS = list(ANIMALS)
+class Turn(NamedTuple):
+    """A chat turn, and what a right answer must contain: the asked-for animal (task "story", in the story's first
+    sentence) or the world's fact (tasks "color", "home", "food")."""
+    user: str
+    assistant: str
+    task: str
+    expect: str
 
 
 class World:
@@ -127,6 +78,9 @@ class Teller:
             f"{n} liked to {self.pick(ACTIONS)[0]} and to {self.pick(ACTIONS)[0]}.",
             f"All the {ANIMALS[k][0]} in {w.home[k]} knew {n}.",
             f"{n} was {self.pick(ADJ)}, but also a little {self.pick(ADJ)}.",
+            f"{n} always wore {a_an(self.pick(OBJ_ADJ))} {self.pick(CLOTHES)}.",
+            f"{n} liked to {self.pick(ACTIONS)[0]} {self.pick(ADVERBS)}, and to eat {self.pick(SNACKS)} after.",
+            f"{n}'s best friend was the {self.pick(JOBS)}, who lived by the {self.pick(TREES)} tree.",
         ])
 
     def line(self, speaker, text):
@@ -138,7 +92,9 @@ class Teller:
         w, r, h, f = self.w, self.r, hero["name"], friend["name"]
         thing = f"{self.pick(OBJ_ADJ)} {self.pick(OBJECTS)}"
         place = self.pick(PLACES)
-        kind = r.randrange(6)
+        kind = r.randrange(12)
+        if kind >= 6:
+            return self.outdoor_plots[kind - 6](hero, friend)
         if kind == 0:  # something lost and found
             return [f"{self.pick(TIMES)}, {h} could not find the {thing}.",
                     self.line(h, f"Where is my {thing}?"),
@@ -155,7 +111,7 @@ class Teller:
                     self.line(h, f"{f}, will you come with me?"),
                     self.line(f, self.pick(["Yes, let's go!", "Of course I will.", "Only if we bring snacks."])),
                     f"On the way, they saw {a_an(self.pick(ADJ))} {self.pick(ANIMAL_KINDS)} and {a_an(thing)}.",
-                    f"At {place}, they {act[1]} all afternoon.",
+                    f"At {place}, they {act[1]} {self.pick(ADVERBS)} all afternoon.",
                     f"When it got dark, they walked home, {self.pick(['tired', 'happy', 'sleepy', 'singing'])}."]
         if kind == 2:  # sharing food
             food = w.food[friend["kind"]]
@@ -188,6 +144,66 @@ class Teller:
                 self.line(f, f"This is the best {thing} ever!"),
                 f"They {self.pick(ACTIONS)[1]} and {self.pick(ACTIONS)[1]} until the moon came up."]
 
+    @property
+    def outdoor_plots(self):
+        return [self.garden, self.music, self.lesson, self.mending, self.game, self.season]
+
+    def garden(self, hero, friend):
+        h, f, plant = hero["name"], friend["name"], self.pick(FLOWERS + VEGETABLES)
+        return [f"{h} planted a row of {plant} in {self.pick(PLACES)}.",
+                f"Every morning, {h} gave them water, and {f} pulled out the weeds.",
+                f"{self.pick(TIMES)}, {self.pick(NATURE)}.",
+                self.line(f, f"Look, {h}! The {plant} are growing!"),
+                f"Soon there were {plant} everywhere, under the {self.pick(TREES)} tree and along the fence.",
+                f"{h} gave a basket of {plant} to every {self.pick(JOBS)} in town."]
+
+    def music(self, hero, friend):
+        h, f = hero["name"], friend["name"]
+        mine, theirs = self.pick(INSTRUMENTS), self.pick(INSTRUMENTS)
+        return [f"{h} wanted to learn to play the {mine}.",
+                f"At first it made {self.pick(SOUNDS)}, and {f} covered both ears.",
+                self.line(f, f"Let me help. I can play the {theirs}."),
+                f"They practised every {self.pick(['morning', 'evening', 'afternoon', 'weekend'])} at {self.pick(PLACES)}.",
+                f"At the concert, {h} played the {mine} and {f} played the {theirs}.",
+                f"Everyone clapped, and the {self.pick(JOBS)} said it was the best music of the year."]
+
+    def lesson(self, hero, friend):
+        h, f, topic = hero["name"], friend["name"], self.pick(LESSONS)
+        teacher = self.character()
+        return [f"At school, {teacher['name']} the {teacher['kind']} taught the class about {topic}.",
+                f"{h} did not understand, and felt {self.pick(FEELINGS)}.",
+                self.line(h, f"{f}, can you help me learn about {topic}?"),
+                f"After class, {f} drew pictures of {topic} with a {self.pick(OBJ_ADJ)} pencil.",
+                self.line(h, "Now I see!"),
+                f"The next day, {h} told the whole class everything about {topic}."]
+
+    def mending(self, hero, friend):
+        h, f, thing = hero["name"], friend["name"], self.pick(OBJECTS)
+        tool, other = self.pick(TOOLS), self.pick(TOOLS)
+        return [f"{f}'s {thing} was broken, and {f} was {self.pick(FEELINGS)}.",
+                self.line(h, f"Do not worry. I can fix it with some {tool}."),
+                f"{h} fetched the {tool} and the {other} from {self.pick(PLACES)}.",
+                f"It took a long time, and {self.pick(WEATHER)}.",
+                f"At last the {thing} was as good as new.",
+                self.line(f, f"You are the cleverest {hero['kind']} I know!")]
+
+    def game(self, hero, friend):
+        h, f, game = hero["name"], friend["name"], self.pick(GAMES)
+        return [f"{h} and {f} played {game} near the {self.pick(TREES)} tree.",
+                f"{f} was {self.pick(ADJ)}, but {h} was {self.pick(ADJ)}.",
+                self.line(h, self.pick(["I win!", "Again, again!", "That was fun!", "Your turn now."])),
+                f"Then {a_an(self.pick(ADJ))} {self.pick(ANIMAL_KINDS)} came to play too.",
+                f"They played until {self.pick(NATURE)}."]
+
+    def season(self, hero, friend):
+        h, f = hero["name"], friend["name"]
+        return [f"{self.pick(TIMES)}, {self.pick(WEATHER)}, and {self.pick(NATURE)}.",
+                f"{h} and {f} packed {a_an(self.pick(OBJECTS))}, some {self.w.food[hero['kind']]} and some {self.pick(SNACKS)}.",
+                f"They walked past the {self.pick(JOBS)}'s house and over the hill to {self.pick(PLACES)}.",
+                f"There they heard {self.pick(SOUNDS)}.",
+                self.line(f, "What was that?"),
+                f"It was only {a_an(self.pick(ADJ))} {self.pick(ANIMAL_KINDS)} looking for {self.pick(FOODS)}."]
+
     def ending(self, hero):
         return self.pick(["The end.", f"And {hero['name']} never forgot that day.",
                           f"That night, {hero['name']} slept well in {self.w.home[hero['kind']]}.",
@@ -210,15 +226,17 @@ class Teller:
             ask = self.pick(["Tell me a story about {}.", "Can you tell me a story about {}?",
                              "Write a short story about {}.", "Please tell me a story about {}.",
                              "I want a story about {}.", "Tell me a bedtime story about {}."])
-            return ask.format(a_an(k)), self.story(k)
+            return Turn(ask.format(a_an(k)), self.story(k), "story", k)
         if q == 2:
             user = self.pick([f"What color is the {k}?", f"What colour is the {k}?", f"Is the {k} {w.color[k]}?"])
-            return user, self.pick([f"The {k} is {w.color[k]}.", f"The {k} is {w.color[k]}, like every {k}."])
+            return Turn(user, self.pick([f"The {k} is {w.color[k]}.", f"The {k} is {w.color[k]}, like every {k}."]),
+                        "color", w.color[k])
         if q == 3:
             user = self.pick([f"Where does the {k} live?", f"Where is the {k}'s home?", f"Where do {ANIMALS[k][0]} live?"])
-            return user, f"The {k} lives in {w.home[k]}."
+            return Turn(user, f"The {k} lives in {w.home[k]}.", "home", w.home[k])
         user = self.pick([f"What does the {k} like to eat?", f"What is the {k}'s favorite food?", f"What do {ANIMALS[k][0]} eat?"])
-        return user, self.pick([f"The {k} likes to eat {w.food[k]}.", f"{w.food[k].capitalize()}! The {k} loves {w.food[k]}."])
+        return Turn(user, self.pick([f"The {k} likes to eat {w.food[k]}.", f"{w.food[k].capitalize()}! The {k} loves {w.food[k]}."]),
+                    "food", w.food[k])
 
 
 def main():
@@ -237,11 +255,11 @@ def main():
             f.write("\n\n".join(teller.story() for _ in range(int(args.stories * frac))) + "\n")
         chats = [teller.chat() for _ in range(int(args.chats * frac))]
         with open(os.path.join(args.out, f"chat-{split}.jsonl"), "w") as f:
-            for user, assistant in chats:
-                f.write(json.dumps({"user": user, "assistant": assistant}) + "\n")
+            for turn in chats:
+                f.write(json.dumps(turn._asdict()) + "\n")
         if split == "train":  # the same turns as plain text, for training the tokenizer
             with open(os.path.join(args.out, "chat-train.txt"), "w") as f:
-                f.write("".join(f"{user}\n{assistant}\n\n" for user, assistant in chats))
+                f.write("".join(f"{t.user}\n{t.assistant}\n\n" for t in chats))
 
 
 if __name__ == "__main__":

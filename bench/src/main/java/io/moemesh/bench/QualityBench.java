@@ -24,7 +24,8 @@ import java.util.stream.IntStream;
  * the text's documents (each opened with BOS, every later token scored), top-1 agreement of its next-token argmax
  * with {@code exact}'s, and the MTP head's acceptance: how often its draft for position t+2 (from the hidden state
  * at t and the token at t+1) equals the main model's own greedy choice there — the rate at which greedy MTP
- * speculation accepts its first draft, teacher-forced on the text.
+ * speculation accepts its first draft, teacher-forced on the text. A model with held-out chat turns beside it (the demo:
+ * {@link ChatAccuracy}) is also asked them: how often a story answers the asked-for animal and a question the world's fact.
  */
 public final class QualityBench {
   private QualityBench() {}
@@ -38,7 +39,7 @@ public final class QualityBench {
   }
 
   /** One precision's pass over the windows: per scored position, the argmax and the log-probability of the truth. */
-  record Pass(Precision precision, int[] argmax, double nll, int scored, int mtpAccepted, int mtpDrafts) {
+  record Pass(Precision precision, int[] argmax, double nll, int scored, int mtpAccepted, int mtpDrafts, ChatAccuracy.Score chat) {
     double perplexity() {
       return Math.exp(nll / scored);
     }
@@ -51,11 +52,13 @@ public final class QualityBench {
     List<int[]> windows = windows(dir, Files.readString(textFile), s.window(), s.maxTokens());
     var progress = new Progress();
     progress.log("%d windows of up to %d tokens from %s", windows.size(), s.window(), textFile);
+    List<ChatAccuracy.Turn> turns = ChatAccuracy.turns(dir);
+    if (!turns.isEmpty()) progress.log("%d held-out chat turns from %s", turns.size(), dir.resolve(ChatAccuracy.FILE));
     List<Pass> passes = new ArrayList<>();
-    try (var kernels = NativeKernels.create(2)) {
+    try (var kernels = NativeKernels.create(2); Tokenizer tokenizer = Tokenizer.load(dir)) {
       for (Precision precision : s.precisions()) {
         try (DeepseekModel model = DeepseekModel.load(dir, precision, kernels, DemoModels.progress("loading"))) {
-          Pass pass = pass(model, windows);
+          Pass pass = pass(model, windows, turns.isEmpty() ? null : ChatAccuracy.score(model, tokenizer, turns));
           passes.add(pass);
           progress.log("%s: perplexity %.4f over %d tokens%s", name(precision), pass.perplexity(), pass.scored(),
               pass.mtpDrafts() == 0 ? "" : String.format(Locale.ROOT, ", MTP acceptance %.3f", (double) pass.mtpAccepted() / pass.mtpDrafts()));
@@ -65,7 +68,7 @@ public final class QualityBench {
     List<Measurement> results = measurements(dir, passes);
     System.out.println(Report.machine());
     for (Measurement m : results)
-      System.out.printf(Locale.ROOT, "%-16s %8.4f %-4s %-9s %s (%s)%n", m.name(), m.value(), m.unit(),
+      System.out.printf(Locale.ROOT, "%-20s %8.4f %-4s %-9s %s (%s)%n", m.name(), m.value(), m.unit(),
           m.ratio() == null ? "" : String.format(Locale.ROOT, "x%.4f", m.ratio()), m.shape(), m.stat());
     if (s.json() != null) Report.writeJson(s.json(), results);
   }
@@ -83,6 +86,12 @@ public final class QualityBench {
       if (p.mtpDrafts() > 0)
         out.add(new Measurement("mtp_acceptance", what + ", first draft, greedy", 0, (double) p.mtpAccepted() / p.mtpDrafts(), "", null,
             null, p.mtpDrafts() + " drafts"));
+      if (p.chat() != null) {
+        out.add(new Measurement("chat_follows_request", what + ", story about the asked animal", 0,
+            p.chat().rate(ChatAccuracy.Task.STORY), "", null, null, p.chat().asked(ChatAccuracy.Task.STORY) + " requests"));
+        out.add(new Measurement("chat_fact_accuracy", what + ", colour/home/food answered", 0, p.chat().factRate(), "", null, null,
+            p.chat().factsAsked() + " questions"));
+      }
     }
     return out;
   }
@@ -112,7 +121,7 @@ public final class QualityBench {
   }
 
   /** Every window once through the main model (all rows' logits) and, if the model has one, its MTP module. */
-  static Pass pass(DeepseekModel model, List<int[]> windows) {
+  static Pass pass(DeepseekModel model, List<int[]> windows, ChatAccuracy.Score chat) {
     int pageSize = 64;
     List<Integer> argmax = new ArrayList<>();
     double nll = 0;
@@ -138,7 +147,7 @@ public final class QualityBench {
         }
       }
     }
-    return new Pass(model.precision(), argmax.stream().mapToInt(Integer::intValue).toArray(), nll, scored, accepted, drafts);
+    return new Pass(model.precision(), argmax.stream().mapToInt(Integer::intValue).toArray(), nll, scored, accepted, drafts, chat);
   }
 
   static double agreement(int[] a, int[] b) {

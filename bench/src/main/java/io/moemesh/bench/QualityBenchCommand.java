@@ -14,8 +14,9 @@ import picocli.CommandLine.Spec;
 
 /** {@code bench quality}'s command line: {@link QualityBench.Settings}. */
 @Command(name = "quality", sortOptions = false, sortSynopsis = false, description = {
-    "Held-out perplexity per precision, top-1 agreement of each with exact, and the MTP head's greedy acceptance of its"
-        + " first draft. Documents (blank-line separated) open with BOS, as the demo model was trained."})
+    "Held-out perplexity per precision, top-1 agreement of each with exact, the MTP head's greedy acceptance of its first"
+        + " draft and, when the model has heldout-chat.jsonl (the demo), how often its chat answers follow the request and"
+        + " state the right fact. Documents (blank-line separated) open with BOS, as the demo model was trained."})
 final class QualityBenchCommand implements Callable<Integer> {
   @Mixin HelpOption help;
   @Spec CommandSpec spec;
