@@ -26,8 +26,9 @@ final class KernelBenchCommand implements Callable<Integer> {
   @Option(names = "--quick", description = "Fewer and shorter repetitions (about 30 s instead of 2 minutes).")
   boolean quick;
 
-  @Option(names = "--only", split = ",", paramLabel = "CASE", completionCandidates = CaseNames.class,
-      description = "Just these cases (with the cases they are compared with; triad always runs), e.g. gemm_bf16_bf16,gemv_bf16_bf16; cases: ${COMPLETION-CANDIDATES}.")
+  @Option(names = "--only", split = "\\s*,\\s*", splitSynopsisLabel = ",", paramLabel = "CASE", completionCandidates = CaseNames.class,
+      description = "Just these cases (with the cases they are compared with; triad always runs), e.g."
+          + " gemm_bf16_bf16,gemv_bf16_bf16; cases: ${COMPLETION-CANDIDATES}.")
   List<String> only; // null: all
 
   /** The case names, for the usage. */

@@ -27,7 +27,7 @@ final class QualityBenchCommand implements Callable<Integer> {
   @Option(names = "--text", paramLabel = "FILE", description = "The held-out text (default: the model's heldout.txt).")
   Path text;
 
-  @Option(names = "--precision", split = ",", defaultValue = "exact,bf16,int8", paramLabel = "P",
+  @Option(names = "--precision", split = "\\s*,\\s*", splitSynopsisLabel = ",", defaultValue = "exact,bf16,int8", paramLabel = "P",
       description = "The precisions to measure (default: ${DEFAULT-VALUE}).")
   List<Precision> precisions;
 

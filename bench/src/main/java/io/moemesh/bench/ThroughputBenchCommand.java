@@ -28,7 +28,7 @@ final class ThroughputBenchCommand implements Callable<Integer> {
   @Option(names = "--precision", paramLabel = "exact|bf16|int8", description = "The weights' precision (default: int8).")
   Precision precision = Precision.INT8;
 
-  @Option(names = "--batch", split = ",", defaultValue = "1,8,32,64", paramLabel = "B",
+  @Option(names = "--batch", split = "\\s*,\\s*", splitSynopsisLabel = ",", defaultValue = "1,8,32,64", paramLabel = "B",
       description = "Batch sizes (default: ${DEFAULT-VALUE}).")
   List<Integer> batch;
 

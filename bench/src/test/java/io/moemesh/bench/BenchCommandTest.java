@@ -51,7 +51,8 @@ class BenchCommandTest {
     var m = ModelBench.Settings.parse("--decode-tokens", "8");
     assertThat(m.decodeSteps()).isEqualTo(8);
     assertThat(m.promptLength()).isEqualTo(512);
-    var q = QualityBench.Settings.parse("--precision", "int8,EXACT,int8");
+    assertThat(ThroughputBench.Settings.parse("--batch", "1, 32").batches()).containsExactly(1, 32); // spaces after commas
+    var q = QualityBench.Settings.parse("--precision", "int8, EXACT,int8");
     assertThat(q.precisions()).containsExactly(Precision.INT8, Precision.EXACT);
     assertThat(QualityBench.Settings.parse().precisions()).containsExactly(Precision.EXACT, Precision.BF16, Precision.INT8);
     assertThatThrownBy(() -> QualityBench.Settings.parse("--window", "2")).hasMessage("--window must be at least 3 tokens, got 2");

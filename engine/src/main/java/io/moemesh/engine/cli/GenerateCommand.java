@@ -68,7 +68,8 @@ final class GenerateCommand implements Callable<Integer> {
     @Option(names = "--chat", paramLabel = "TEXT", description = "A user message, through the model's chat template (as the gateway).")
     String chat;
 
-    @Option(names = "--prompt-ids", split = ",", paramLabel = "ID", description = "Token ids, e.g. 1,2,3.")
+    @Option(names = "--prompt-ids", split = "\\s*,\\s*", splitSynopsisLabel = ",", paramLabel = "ID",
+        description = "Token ids, e.g. 1,2,3.")
     int[] promptIds;
   }
 

@@ -25,7 +25,8 @@ final class MakeTokenizerCommand implements Callable<Integer> {
   @Mixin HelpOption help;
   @Spec CommandSpec spec;
 
-  @Option(names = "--corpus", required = true, split = ",", paramLabel = "FILE", description = "The UTF-8 texts to learn from.")
+  @Option(names = "--corpus", required = true, split = "\\s*,\\s*", splitSynopsisLabel = ",", paramLabel = "FILE",
+      description = "The UTF-8 texts to learn from.")
   List<Path> corpus;
 
   @Option(names = "--vocab-size", required = true, paramLabel = "V", description = "Ids in the vocabulary, special tokens included.")
