@@ -110,66 +110,30 @@ start_planner() {
 }
 
 cmd_up() {
-  local model='' replicas='' prefills=1 stores=1 port=8000 host=127.0.0.1 detach=0 precision=int8 single=0 threads='' shards=2 shared='' redundant=2 balance=60s speculative=0
-  local planner=0 ttft=500 itl=50 max_replicas=2 profile="$ROOT/planner/profiles/demo-zen3-avx2-2cores.json"
-  while (($#)); do
-    case $1 in
-      --model) model=${2:?--model needs a directory}; shift 2 ;;
-      --decode-replicas) replicas=${2:?--decode-replicas needs a number}; shift 2 ;;
-      --prefill-replicas) prefills=${2:?--prefill-replicas needs a number}; shift 2 ;;
-      --kv-stores) stores=${2:?--kv-stores needs a number}; shift 2 ;;
-      --port) port=${2:?--port needs a number}; shift 2 ;;
-      --host) host=${2:?--host needs an address, e.g. 0.0.0.0}; shift 2 ;;
-      --precision) precision=${2:?--precision needs exact, bf16 or int8}; shift 2 ;;
-      --threads) threads=${2:?--threads needs a number}; shift 2 ;;
-      --routed-shards) shards=${2:?--routed-shards needs a number}; shift 2 ;;
-      --shared-experts) shared=${2:?--shared-experts needs local or remote}; shift 2 ;;
-      --redundant-slots) redundant=${2:?--redundant-slots needs a number}; shift 2 ;;
-      --balance-every) balance=${2:?--balance-every needs a duration, e.g. 60s (0 = off)}; shift 2 ;;
-      --speculative-tokens) speculative=${2:?--speculative-tokens needs a number (0 = off)}; shift 2 ;;
-      --planner) planner=1; shift ;;
-      --ttft-target) ttft=${2:?--ttft-target needs milliseconds}; shift 2 ;;
-      --itl-target) itl=${2:?--itl-target needs milliseconds}; shift 2 ;;
-      --max-replicas) max_replicas=${2:?--max-replicas needs a number}; shift 2 ;;
-      --profile) profile=${2:?--profile needs a file}; shift 2 ;;
-      --single) single=1; shift ;;
-      --detach) detach=1; shift ;;
-      *) die_usage "up: unknown option '$1'" ;;
-    esac
-  done
-  # with --planner the replica counts are the minimum the planner keeps (1 each unless given)
-  [[ -n $replicas ]] || { ((planner)) && replicas=1 || replicas=2; }
-  [[ $replicas =~ ^[1-9][0-9]*$ ]] || die_usage "up: --decode-replicas must be a positive number, got '$replicas'"
-  [[ $prefills =~ ^[1-9]$ ]] || die_usage "up: --prefill-replicas must be 1 to 9, got '$prefills'"
-  [[ $stores =~ ^[1-9]$ ]] || die_usage "up: --kv-stores must be 1 to 9, got '$stores'"
-  [[ $port =~ ^[0-9]+$ ]] || die_usage "up: --port must be a number, got '$port'"
-  [[ -z $threads || $threads =~ ^[1-9][0-9]*$ ]] || die_usage "up: --threads must be a positive number, got '$threads'"
-  [[ $shards =~ ^[0-9]+$ ]] || die_usage "up: --routed-shards must be a number (0: experts in the engines), got '$shards'"
-  [[ $redundant =~ ^[0-9]+$ ]] || die_usage "up: --redundant-slots must be a number, got '$redundant'"
-  [[ $speculative =~ ^[0-9]+$ ]] || die_usage "up: --speculative-tokens must be a number (0 = off), got '$speculative'"
-  [[ $balance =~ ^[0-9]+(ms|s|m|h)?$ ]] || die_usage "up: --balance-every must be a duration such as 60s or 0, got '$balance'"
+  local model replicas prefills stores port host precision threads shards shared redundant balance speculative
+  local planner ttft itl max_replicas profile single detach settings opts=()
+  moemesh_use_java
+  ensure_built engine
+  # The options are read, checked and resolved (defaults that depend on others) by the picocli command
+  # io.moemesh.engine.cli.UpCommand, which hands them back as shell assignments; --help prints its usage and writes none.
+  settings=$(mktemp)
+  read -r -a opts <<<"${MOEMESH_JAVA_OPTS:-}"
+  "$JAVA_HOME/bin/java" "${MOEMESH_JVM_ARGS[@]}" "${opts[@]}" -cp "$ROOT/engine/target/classes:$ROOT/engine/target/lib/*" \
+    io.moemesh.engine.cli.Main up --settings-out "$settings" "$@" || { local rc=$?; rm -f "$settings"; exit "$rc"; }
+  if [[ ! -s $settings ]]; then rm -f "$settings"; return 0; fi
+  # shellcheck source=/dev/null
+  source "$settings"
+  rm -f "$settings"
+  [[ -n $model ]] || model="$ROOT/models/demo" # the trained demo model in the repository
+  [[ -n $profile ]] || profile="$ROOT/planner/profiles/demo-zen3-avx2-2cores.json"
   if ((planner)); then
-    ((single == 0)) || die_usage "up: --planner sizes the prefill and decode stages; --single has neither"
-    [[ $ttft =~ ^[1-9][0-9]*$ ]] || die_usage "up: --ttft-target must be milliseconds, got '$ttft'"
-    [[ $itl =~ ^[1-9][0-9]*$ ]] || die_usage "up: --itl-target must be milliseconds, got '$itl'"
-    # replica i serves on base + 10·i: a tenth prefill replica would take decode-0's port, a tenth decode kv-store-0's
-    [[ $max_replicas =~ ^[1-9]$ ]] || die_usage "up: --max-replicas must be 1 to 9, got '$max_replicas'"
-    ((replicas <= max_replicas && prefills <= max_replicas)) \
-      || die_usage "up: --decode-replicas and --prefill-replicas (the planner's minimum) must not exceed --max-replicas $max_replicas"
     [[ -f $profile ]] || { echo "moemesh: no planner profile at $profile" >&2; exit 1; }
     profile=$(cd "$(dirname "$profile")" && pwd)/$(basename "$profile")
   fi
-  [[ -n $shared ]] || { ((shards > 0)) && shared=remote || shared=local; } # the shared experts go where the routed go
-  [[ $shared == local || $shared == remote ]] || die_usage "up: --shared-experts must be local or remote, got '$shared'"
-  # --single: one engine process with its experts inside it, the baseline the mesh is measured against
-  ((single)) && { replicas=1; shards=0; shared=local; }
-  ((shards > 0)) || [[ $shared == local ]] || die_usage "up: --shared-experts remote needs --routed-shards ≥ 1"
   local pids_file
   pids_file="$(mesh_home)/run/mesh.pids"
   [[ -f $pids_file ]] && { echo "moemesh: a mesh is already running (bin/moemesh down stops it)" >&2; exit 1; }
-  moemesh_use_java
   command -v curl >/dev/null || { echo "moemesh: up needs curl" >&2; exit 1; }
-  [[ -n $model ]] || model="$ROOT/models/demo" # the trained demo model in the repository
   [[ -f $model/config.json ]] || { echo "moemesh: $model is not a checkpoint directory (no config.json)" >&2; exit 1; }
   local m modules=(kv-store prefill-svc decode-svc gateway)
   ((single)) && modules=(decode-svc gateway)

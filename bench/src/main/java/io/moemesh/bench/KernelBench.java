@@ -4,6 +4,7 @@ import static io.moemesh.bench.KernelCases.TRIAD;
 import static io.moemesh.bench.KernelCases.INT8_PEAK;
 
 import io.moemesh.bench.KernelCases.Case;
+import io.moemesh.engine.cli.Cli;
 import io.moemesh.kernels.KernelException;
 import io.moemesh.kernels.NativeKernels;
 import io.moemesh.kernels.TensorArena;
@@ -13,7 +14,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -31,8 +31,6 @@ import java.util.stream.Stream;
  * per measurement to FILE.
  */
 public final class KernelBench {
-  static final String USAGE = "usage: bin/moemesh bench kernels [--json FILE] [--quick] [--only CASE[,CASE...]]\n"
-      + "cases: " + String.join(", ", KernelCases.NAMES);
   private static final int[] THREADS = {1, 2};
   private static final List<String> ORDER = Stream.of(Stream.of(TRIAD), KernelCases.NAMES.stream().filter(n -> n.startsWith("gemv")),
       Stream.of(INT8_PEAK), KernelCases.NAMES.stream().filter(n -> !n.startsWith("gemv"))).flatMap(n -> n).toList();
@@ -41,39 +39,10 @@ public final class KernelBench {
    * Command-line options. {@code quick}: fewer and shorter repetitions (about 30 s instead of 2 minutes);
    * {@code only}: the cases to run (empty: all), with the cases they are compared with; triad always runs.
    */
-  record Options(Path json, boolean quick, boolean help, Set<String> only) {
+  record Options(Path json, boolean quick, Set<String> only) {
+    /** The options {@code bench kernels ARGS} runs with; a usage error is a picocli {@code ParameterException}. */
     static Options parse(String... args) {
-      Path json = null;
-      boolean quick = false, help = false;
-      Set<String> only = new LinkedHashSet<>();
-      for (int i = 0; i < args.length; i++) {
-        switch (args[i]) {
-          case "--quick" -> quick = true;
-          case "--json" -> {
-            if (i + 1 >= args.length) throw new IllegalArgumentException("--json needs a file name");
-            json = Path.of(args[++i]);
-          }
-          case "--only" -> {
-            if (i + 1 >= args.length) throw new IllegalArgumentException("--only needs case names");
-            only.addAll(caseNames(args[++i]));
-          }
-          case "-h", "--help" -> help = true;
-          default -> {
-            if (args[i].startsWith("--json=")) json = Path.of(args[i].substring("--json=".length()));
-            else if (args[i].startsWith("--only=")) only.addAll(caseNames(args[i].substring("--only=".length())));
-            else throw new IllegalArgumentException("unknown option '" + args[i] + "'");
-          }
-        }
-      }
-      return new Options(json, quick, help, Set.copyOf(only));
-    }
-
-    private static List<String> caseNames(String list) {
-      List<String> names = List.of(list.split(","));
-      for (String name : names)
-        if (!KernelCases.NAMES.contains(name))
-          throw new IllegalArgumentException("unknown case '" + name + "' (cases: " + String.join(", ", KernelCases.NAMES) + ")");
-      return names;
+      return Cli.parse(new KernelBenchCommand(), args).options();
     }
   }
 
@@ -87,28 +56,14 @@ public final class KernelBench {
     this.timing = options.quick() ? Timing.QUICK : Timing.FULL;
   }
 
-  public static void main(String[] args) throws IOException, InterruptedException {
-    Options options;
-    try {
-      options = Options.parse(args);
-    } catch (IllegalArgumentException e) {
-      System.err.println("bench kernels: " + e.getMessage());
-      System.err.println(USAGE);
-      System.exit(2);
-      return;
-    }
-    if (options.help()) {
-      System.out.println(USAGE);
-      return;
-    }
+  /** Runs the benchmark and prints the table; a failure of the native kernels is an {@link IllegalStateException}. */
+  static void benchmark(Options options) throws IOException, InterruptedException {
     var bench = new KernelBench(options);
     List<Measurement> results;
     try {
       results = bench.run();
     } catch (KernelException | UnsatisfiedLinkError e) {
-      System.err.println("bench kernels: the native kernels failed: " + e);
-      System.exit(1);
-      return;
+      throw new IllegalStateException("the native kernels failed: " + e, e);
     }
     bench.report(results);
   }

@@ -1,7 +1,6 @@
 package io.moemesh.bench;
 
-import static io.moemesh.bench.BenchOptions.positive;
-
+import io.moemesh.engine.cli.Cli;
 import io.moemesh.engine.cli.DemoModels;
 import io.moemesh.kernels.NativeKernels;
 import io.moemesh.kernels.ProfilingKernels;
@@ -14,7 +13,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Set;
 import java.util.SplittableRandom;
 
 /**
@@ -27,35 +25,19 @@ import java.util.SplittableRandom;
 public final class ModelBench {
   private ModelBench() {}
 
-  static final String USAGE = """
-      usage: bin/moemesh bench model [--model DIR] [--precision exact|bf16|int8] [--prompt-len P] [--decode-tokens N]
-                                     [--profile] [--contend] [--json FILE]
-        One request alone, at 1 and 2 threads: prefill of a P-token prompt, then N decode steps, each against the
-        memory roofline (triad bandwidth measured in the same run). --profile: where a decode step's time goes, per
-        kernel op. --contend: the 2-thread decode once more beside a CPU-bound process, against the same decode alone
-        (mean step times, which include any stall). Defaults: the bench demo model, int8, P = 512, N = 64.""";
-
-  record Settings(Path dir, Precision precision, int promptLength, int decodeSteps, String json, boolean profile,
+  /** {@code dir} null: the bench demo model; {@code json} null: no JSON. */
+  record Settings(Path dir, Precision precision, int promptLength, int decodeSteps, Path json, boolean profile,
       boolean contend) {
-    static Settings of(BenchOptions o) {
-      String model = o.value("--model", null);
-      return new Settings(model != null ? Path.of(model) : null, Precision.parse(o.value("--precision", "int8")),
-          positive("--prompt-len", o.value("--prompt-len", "512")), positive("--decode-tokens", o.value("--decode-tokens", "64")),
-          o.value("--json", null), o.flag("--profile"), o.flag("--contend"));
+    /** The settings {@code bench model ARGS} runs with; a usage error is a picocli {@code ParameterException}. */
+    static Settings parse(String... args) {
+      return Cli.parse(new ModelBenchCommand(), args).settings();
     }
-  }
-
-  static final Set<String> VALUES = Set.of("--model", "--precision", "--prompt-len", "--decode-tokens", "--json");
-  static final Set<String> FLAGS = Set.of("--profile", "--contend");
-
-  public static void main(String[] argv) throws Exception {
-    BenchOptions.main("model", USAGE, argv, VALUES, FLAGS, Settings::of, ModelBench::benchmark);
   }
 
   static void benchmark(Settings s) throws Exception {
     Precision precision = s.precision();
     int promptLength = s.promptLength(), decodeSteps = s.decodeSteps();
-    String json = s.json();
+    Path json = s.json();
     boolean profile = s.profile();
     Path dir = s.dir() != null ? s.dir() : DemoModels.ensure("bench");
 
@@ -100,7 +82,7 @@ public final class ModelBench {
       System.out.println(Report.machine() + ", native kernels: " + probe.isa().key());
     }
     System.out.println(Report.table(results));
-    if (json != null) Report.writeJson(Path.of(json), results);
+    if (json != null) Report.writeJson(json, results);
   }
 
   /**

@@ -1,6 +1,7 @@
 package io.moemesh.bench;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.moemesh.engine.cli.Cli;
 import io.moemesh.model.tokenizer.Tokenizer;
 import java.io.IOException;
 import java.net.URI;
@@ -22,86 +23,18 @@ import java.util.Locale;
  * the p90 ITL stays under it). The mesh must have one replica of each stage ({@code bin/moemesh up --decode-replicas 1}).
  */
 public final class ProfileBench {
-  static final String USAGE = """
-      usage: bench profile --url URL --ttft-target MS --itl-target MS [--input-len I] [--output-len O]
-                           [--max-concurrency C] [--requests-per-client N] [--warmup W] [--out FILE] [--model-name M] [--tokenizer DIR] [--seed S]
-        the planner's profile of a running mesh with one prefill and one decode replica (bin/moemesh up --decode-replicas 1):
-        closed-loop steps at concurrency 1, 2, 4, ... up to C (64) through URL's /v1/completions, N requests per client
-        and step (4) after one warm-up each, and W warm-up requests (8) before each sweep; prefill: I-token prompts (512), 1 output token, prompt tokens/s at the highest
-        step whose p90 TTFT meets the target; decode: I prompt and O output tokens (128), the requests running in decode
-        at the highest step whose p90 ITL meets it. Writes the JSON to FILE (default: stdout), the steps to stderr.""";
-
   private ProfileBench() {}
 
   record Options(URI endpoint, double ttftTargetMs, double itlTargetMs, int inputLen, int outputLen, int maxConcurrency,
       int requestsPerClient, int warmup, Path out, String modelName, Path tokenizer, long seed) {
+    /** The options {@code bench profile ARGS} runs with; a usage error is a picocli {@code ParameterException}. */
     static Options parse(String... args) {
-      String url = null, model = null;
-      double ttft = -1, itl = -1;
-      int input = 512, output = 128, max = 64, perClient = 4, warmup = 8;
-      Path out = null, tokenizer = null;
-      long seed = 0;
-      for (int i = 0; i < args.length; i++) {
-        String name = args[i];
-        if (i + 1 >= args.length) throw new IllegalArgumentException(name + " needs a value");
-        String value = args[++i];
-        switch (name) {
-          case "--url" -> url = value;
-          case "--ttft-target" -> ttft = positive(name, value);
-          case "--itl-target" -> itl = positive(name, value);
-          case "--input-len" -> input = (int) positive(name, value);
-          case "--output-len" -> output = (int) positive(name, value);
-          case "--max-concurrency" -> max = (int) positive(name, value);
-          case "--requests-per-client" -> perClient = (int) positive(name, value);
-          case "--warmup" -> warmup = (int) positive(name, value);
-          case "--out" -> out = Path.of(value);
-          case "--model-name" -> model = value;
-          case "--tokenizer" -> tokenizer = Path.of(value);
-          case "--seed" -> seed = Long.parseLong(value);
-          default -> throw new IllegalArgumentException("unknown option " + name);
-        }
-      }
-      if (url == null) throw new IllegalArgumentException("--url is required");
-      if (ttft < 0 || itl < 0) throw new IllegalArgumentException("--ttft-target and --itl-target are required (milliseconds)");
-      if (output < 2) throw new IllegalArgumentException("--output-len must be at least 2: ITL needs two tokens");
-      return new Options(ServeClient.completionsEndpoint(url), ttft, itl, input, output, max, perClient, warmup, out, model, tokenizer, seed);
-    }
-
-    private static double positive(String name, String value) {
-      double v;
-      try {
-        v = Double.parseDouble(value);
-      } catch (NumberFormatException e) {
-        throw new IllegalArgumentException(name + " needs a number, got '" + value + "'");
-      }
-      if (!(v > 0) || Double.isInfinite(v)) throw new IllegalArgumentException(name + " must be > 0, got '" + value + "'");
-      return v;
+      return Cli.parse(new ProfileBenchCommand(), args).options();
     }
   }
 
-  public static void main(String[] args) throws InterruptedException {
-    if (args.length == 1 && (args[0].equals("-h") || args[0].equals("--help"))) {
-      System.out.println(USAGE);
-      return;
-    }
-    Options options;
-    try {
-      options = Options.parse(args);
-    } catch (IllegalArgumentException e) {
-      System.err.println("bench profile: " + e.getMessage());
-      System.err.println(USAGE);
-      System.exit(2);
-      return;
-    }
-    try {
-      run(options);
-    } catch (IOException | IllegalStateException e) {
-      System.err.println("bench profile: " + e.getMessage());
-      System.exit(1);
-    }
-  }
-
-  private static void run(Options o) throws IOException, InterruptedException {
+  /** Sweeps the mesh, then writes the profile; no step meeting a target is an {@link IllegalStateException}. */
+  static void run(Options o) throws IOException, InterruptedException {
     var progress = new Progress();
     String model = o.modelName() != null ? o.modelName() : ServeClient.servedModel(o.endpoint(), Duration.ofSeconds(10));
     Path tokenizerDir = o.tokenizer() != null ? o.tokenizer() : ServeBench.demoModelDir(model);

@@ -1,7 +1,6 @@
 package io.moemesh.bench;
 
-import static io.moemesh.bench.BenchOptions.positive;
-
+import io.moemesh.engine.cli.Cli;
 import io.moemesh.engine.cli.DemoModels;
 import io.moemesh.kernels.NativeKernels;
 import io.moemesh.kernels.Tensor;
@@ -18,7 +17,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
-import java.util.Set;
 import java.util.stream.IntStream;
 
 /**
@@ -33,30 +31,12 @@ import java.util.stream.IntStream;
 public final class QualityBench {
   private QualityBench() {}
 
-  static final String USAGE = """
-      usage: bin/moemesh bench quality [--model DIR] [--text FILE] [--precision P[,P...]] [--window W] [--max-tokens N]
-                                       [--json FILE]
-        Held-out perplexity per precision, top-1 agreement with exact, the MTP head's greedy acceptance and, when the
-        model has heldout-chat.jsonl (the demo), how often its chat answers follow the request and state the right fact.
-        Documents (blank-line separated) open with BOS, as the demo model was trained. Defaults: the demo model, its
-        heldout.txt, exact,bf16,int8, W = 256 tokens, N = 16384 scored tokens.""";
-
-  record Settings(Path dir, Path text, List<Precision> precisions, int window, int maxTokens, String json) {
-    static Settings of(BenchOptions o) {
-      String model = o.value("--model", null), text = o.value("--text", null);
-      List<Precision> precisions = Arrays.stream(o.value("--precision", "exact,bf16,int8").split(",")).map(String::strip)
-          .map(Precision::parse).distinct().toList();
-      int window = positive("--window", o.value("--window", "256"));
-      if (window < 3) throw new IllegalArgumentException("--window must be at least 3 tokens, got " + window);
-      return new Settings(model != null ? Path.of(model) : null, text != null ? Path.of(text) : null, precisions, window,
-          positive("--max-tokens", o.value("--max-tokens", "16384")), o.value("--json", null));
+  /** {@code dir} null: the trained demo model; {@code text} null: its heldout.txt; {@code json} null: no JSON. */
+  record Settings(Path dir, Path text, List<Precision> precisions, int window, int maxTokens, Path json) {
+    /** The settings {@code bench quality ARGS} runs with; a usage error is a picocli {@code ParameterException}. */
+    static Settings parse(String... args) {
+      return Cli.parse(new QualityBenchCommand(), args).settings();
     }
-  }
-
-  static final Set<String> VALUES = Set.of("--model", "--text", "--precision", "--window", "--max-tokens", "--json");
-
-  public static void main(String[] argv) throws Exception {
-    BenchOptions.main("quality", USAGE, argv, VALUES, Set.of(), Settings::of, QualityBench::benchmark);
   }
 
   /** One precision's pass over the windows: per scored position, the argmax and the log-probability of the truth. */
@@ -92,7 +72,7 @@ public final class QualityBench {
     for (Measurement m : results)
       System.out.printf(Locale.ROOT, "%-20s %8.4f %-4s %-9s %s (%s)%n", m.name(), m.value(), m.unit(),
           m.ratio() == null ? "" : String.format(Locale.ROOT, "x%.4f", m.ratio()), m.shape(), m.stat());
-    if (s.json() != null) Report.writeJson(Path.of(s.json()), results);
+    if (s.json() != null) Report.writeJson(s.json(), results);
   }
 
   static List<Measurement> measurements(Path dir, List<Pass> passes) {

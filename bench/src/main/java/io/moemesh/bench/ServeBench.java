@@ -29,29 +29,8 @@ public final class ServeBench {
 
   private ServeBench() {}
 
-  public static void main(String[] args) throws InterruptedException {
-    ServeOptions options;
-    try {
-      options = ServeOptions.parse(args);
-    } catch (IllegalArgumentException e) {
-      System.err.println("bench serve: " + e.getMessage());
-      System.err.println(ServeOptions.USAGE);
-      System.exit(2);
-      return;
-    }
-    if (options.help()) {
-      System.out.println(ServeOptions.USAGE);
-      return;
-    }
-    try {
-      run(options);
-    } catch (IOException | IllegalStateException e) {
-      System.err.println("bench serve: " + e.getMessage());
-      System.exit(1);
-    }
-  }
-
-  private static void run(ServeOptions options) throws IOException, InterruptedException {
+  /** Runs the benchmark the options describe against their server; prints the report. */
+  static void run(ServeOptions options) throws IOException, InterruptedException {
     var progress = new Progress();
     String model;
     try {

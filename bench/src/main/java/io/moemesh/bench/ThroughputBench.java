@@ -1,8 +1,5 @@
 package io.moemesh.bench;
 
-import static io.moemesh.bench.BenchOptions.nonNegative;
-import static io.moemesh.bench.BenchOptions.positive;
-
 import io.moemesh.engine.DeepseekRunner;
 import io.moemesh.engine.EngineCore;
 import io.moemesh.engine.GenerationRequest;
@@ -17,6 +14,7 @@ import io.moemesh.engine.Scheduler;
 import io.moemesh.engine.SchedulerConfig;
 import io.moemesh.engine.SchedulerOutput;
 import io.moemesh.engine.SpecDecodeStats;
+import io.moemesh.engine.cli.Cli;
 import io.moemesh.engine.cli.DemoModels;
 import io.moemesh.engine.kv.KvCacheManager;
 import io.moemesh.kernels.NativeKernels;
@@ -28,7 +26,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Set;
 import java.util.SplittableRandom;
 
 /**
@@ -50,42 +47,13 @@ public final class ThroughputBench {
 
   private ThroughputBench() {}
 
-  static final String USAGE = """
-      usage: bin/moemesh bench throughput [--model DIR] [--precision exact|bf16|int8] [--batch B1,B2,...]
-                                          [--input-len I] [--output-len O] [--threads T] [--micro-batch-threshold M]
-                                          [--speculative-tokens K] [--profile] [--json FILE]
-        B requests of I prompt tokens and O output tokens through the engine at once, for each batch size B:
-        prefill and decode tokens/s, time per output token, and decode against the memory roofline of its steps
-        (triad bandwidth measured right before and after). --profile: where a full-batch decode step's time goes, and a
-        step computing prompt tokens, per kernel op, each against its speed of light (its bytes at triad bandwidth or its multiply-adds at the
-        measured INT8 and BF16 peaks, whichever is longer). --speculative-tokens K: K MTP drafts per request and step
-        (speculative decoding); decode figures count the tokens delivered, and the drafts' acceptance is reported.
-        Defaults: the bench demo model, int8, B = 1,8,32,64, I = 512, O = 128, T = every core, M = the engine's (never
-        split), K = 0 (off).""";
-
-  record Settings(Path dir, Precision precision, int[] batches, int inputLen, int outputLen, int threads, String json,
+  /** {@code dir} null: the bench demo model; {@code json} null: no JSON. */
+  record Settings(Path dir, Precision precision, int[] batches, int inputLen, int outputLen, int threads, Path json,
       boolean profile, int microBatchThreshold, int speculativeTokens) {
-    static Settings of(BenchOptions o) {
-      String model = o.value("--model", null);
-      Precision precision = Precision.parse(o.value("--precision", "int8"));
-      int[] batches = Arrays.stream(o.value("--batch", "1,8,32,64").split(",")).mapToInt(s -> positive("--batch", s)).toArray();
-      int inputLen = positive("--input-len", o.value("--input-len", "512"));
-      int outputLen = positive("--output-len", o.value("--output-len", "128"));
-      if (outputLen < 2) throw new IllegalArgumentException("--output-len must be at least 2 (decode needs a second token)");
-      int threads = positive("--threads", o.value("--threads", String.valueOf(Runtime.getRuntime().availableProcessors())));
-      int microBatchThreshold = nonNegative("--micro-batch-threshold",
-          o.value("--micro-batch-threshold", String.valueOf(DeepseekRunner.DEFAULT_MICRO_BATCH_THRESHOLD)));
-      return new Settings(model != null ? Path.of(model) : null, precision, batches, inputLen, outputLen, threads,
-          o.value("--json", null), o.flag("--profile"), microBatchThreshold, nonNegative("--speculative-tokens", o.value("--speculative-tokens", "0")));
+    /** The settings {@code bench throughput ARGS} runs with; a usage error is a picocli {@code ParameterException}. */
+    static Settings parse(String... args) {
+      return Cli.parse(new ThroughputBenchCommand(), args).settings();
     }
-  }
-
-  static final Set<String> VALUES = Set.of("--model", "--precision", "--batch", "--input-len", "--output-len", "--threads",
-      "--json", "--micro-batch-threshold", "--speculative-tokens");
-  static final Set<String> FLAGS = Set.of("--profile");
-
-  public static void main(String[] argv) throws Exception {
-    BenchOptions.main("throughput", USAGE, argv, VALUES, FLAGS, Settings::of, ThroughputBench::benchmark);
   }
 
   static void benchmark(Settings s) throws Exception {
@@ -93,7 +61,7 @@ public final class ThroughputBench {
     int[] batches = s.batches();
     int inputLen = s.inputLen(), outputLen = s.outputLen(), threads = s.threads(), microBatchThreshold = s.microBatchThreshold();
     int k = s.speculativeTokens();
-    String json = s.json();
+    Path json = s.json();
     boolean profile = s.profile();
     Path dir = s.dir() != null ? s.dir() : DemoModels.ensure("bench");
 
@@ -144,7 +112,7 @@ public final class ThroughputBench {
       System.out.println(Report.machine() + ", native kernels: " + probe.isa().key());
     }
     System.out.println(Report.table(results));
-    if (json != null) Report.writeJson(Path.of(json), results);
+    if (json != null) Report.writeJson(json, results);
   }
 
   /** A bandwidth measured when asked, GB/s. */

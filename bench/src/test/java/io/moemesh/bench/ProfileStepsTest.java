@@ -59,9 +59,9 @@ class ProfileStepsTest {
     assertThatThrownBy(() -> ProfileBench.Options.parse("--url", "http://localhost:8000", "--ttft-target", "500"))
         .hasMessageContaining("--itl-target");
     assertThatThrownBy(() -> ProfileBench.Options.parse("--url", "u", "--ttft-target", "-1", "--itl-target", "5"))
-        .hasMessage("--ttft-target must be > 0, got '-1'");
+        .hasMessage("--ttft-target must be > 0, got -1.0");
     assertThatThrownBy(() -> ProfileBench.Options.parse("--url", "u", "--ttft-target", "1", "--itl-target", "5", "--output-len", "1"))
         .hasMessageContaining("at least 2");
-    assertThatThrownBy(() -> ProfileBench.Options.parse("--url")).hasMessage("--url needs a value");
+    assertThatThrownBy(() -> ProfileBench.Options.parse("--url")).hasMessage("Missing required parameter for option '--url' (URL)");
   }
 }

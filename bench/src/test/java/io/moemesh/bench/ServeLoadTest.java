@@ -261,10 +261,10 @@ class ServeLoadTest {
       assertThatThrownBy(() -> ServeOptions.parse("--url", "u", "--ramp", "1:5", "--request-rate", "2")).hasMessageContaining("exclude each other");
       assertThatThrownBy(() -> ServeOptions.parse("--url", "u", "--ramp", "1:5", "--num-prompts", "9")).hasMessageContaining("drop --num-prompts");
       assertThatThrownBy(() -> ServeOptions.parse("--url", "u", "--goodput", "ttft:500", "tpot")).hasMessageContaining("got 'tpot'");
-      assertThatThrownBy(() -> ServeOptions.parse("--url", "u", "--window", "0")).hasMessage("--window must be a number of seconds > 0, got '0'");
+      assertThatThrownBy(() -> ServeOptions.parse("--url", "u", "--window", "0")).hasMessage("--window must be a number of seconds > 0, got 0.0");
       assertThatThrownBy(() -> ServeOptions.parse("--url", "u", "--planner-metrics", "localhost:9700"))
           .hasMessage("--planner-metrics needs http(s)://HOST:PORT[/PATH] URLs, got 'localhost:9700'");
-      assertThatThrownBy(() -> ServeOptions.parse("--url", "u", "--seed", "x")).hasMessage("--seed must be an integer, got 'x'");
+      assertThatThrownBy(() -> ServeOptions.parse("--url", "u", "--seed", "x")).hasMessage("Invalid value for option '--seed': 'x' is not a long");
     }
   }
 

@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import io.moemesh.bench.ServeBench;
+import io.moemesh.bench.BenchCommand;
 import io.moemesh.model.demo.DemoCheckpoint;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -44,7 +44,7 @@ class ServeBenchTest {
   @Test
   void everyRequestHasExactlyTheTokensAskedForAndEveryFigureIsReported() throws Exception {
     Path json = model.resolveSibling("serve.json");
-    ServeBench.main(new String[] {"--url", "http://localhost:" + gateway.httpPort, "--concurrency", "3", "--num-prompts", "6",
+    BenchCommand.main(new String[] {"serve", "--url", "http://localhost:" + gateway.httpPort, "--concurrency", "3", "--num-prompts", "6",
         "--input-len", "40", "--output-len", "12", "--warmup", "1", "--tokenizer", model.toString(), "--json", json.toString()});
 
     JsonNode r = new ObjectMapper().readTree(Files.readString(json));

@@ -29,7 +29,13 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Set;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.ArgGroup;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
 
 /**
  * {@code generate}: one prompt through the model in this process — a prefill pass, then one decode step per
@@ -38,60 +44,118 @@ import java.util.Set;
  * {@code --speculative-tokens k} (k &gt; 0) runs the prompt through the {@link Engine} instead, with MTP speculative
  * decoding of k drafts per step, and prints the drafts' acceptance.
  */
-final class GenerateCommand {
-  static final String USAGE = "generate [--model DIR] (--prompt TEXT | --chat TEXT | --prompt-ids 1,2,3) --max-new-tokens N\n"
-      + "           [--precision exact|bf16|int8] [--temperature T] [--top-p P] [--top-k K] [--seed S]\n"
-      + "           [--logits-out FILE.npy] [--kernels native|reference] [--threads N] [--ignore-eos] [--speculative-tokens K]";
+@Command(name = "generate", sortOptions = false, sortSynopsis = false, description = {
+    "Run one prompt in this process: a prefill pass, then one decode step per token, streaming the text to stdout.",
+    "Without --model, the trained demo model (models/demo). --speculative-tokens K: through the engine with K MTP"
+        + " drafts a step, printing their acceptance."})
+final class GenerateCommand implements Callable<Integer> {
   private static final int PAGE_SIZE = 16;
 
-  private GenerateCommand() {}
+  @Mixin HelpOption help;
+  @Spec CommandSpec spec;
 
-  static void run(List<String> argv) throws Exception {
-    var args = new CliArgs("generate", argv,
-        Set.of("model", "prompt", "chat", "prompt-ids", "max-new-tokens", "precision", "temperature", "top-p", "top-k",
-            "seed", "logits-out", "kernels", "threads", "speculative-tokens"),
-        Set.of("ignore-eos"));
-    Path given = args.string("model").map(Path::of).orElse(null);
-    Path dir = given != null ? given : DemoModels.ensure(DemoModels.DEFAULT);
-    String input = args.oneOf("prompt", "chat", "prompt-ids")
-        .orElseThrow(() -> new UsageException("generate: give one of --prompt, --chat or --prompt-ids"));
-    int maxNew = args.integer("max-new-tokens", 16, 0, 1 << 20);
-    Precision precision = parse(() -> Precision.parse(args.string("precision").orElse("int8")));
-    KernelBackend backend = parse(() -> KernelBackend.parse(args.string("kernels").orElse("native")));
-    int threads = args.integer("threads", Runtime.getRuntime().availableProcessors(), 1, 256);
-    var sampling = SamplingParams.greedy().toBuilder().ignoreEos(args.flag("ignore-eos"));
-    args.number("temperature").ifPresent(sampling::temperature);
-    args.number("top-p").ifPresent(sampling::topP);
-    args.string("top-k").ifPresent(v -> sampling.topK(args.integer("top-k", 0, -1, Integer.MAX_VALUE)));
-    args.longValue("seed").ifPresent(sampling::seed);
-    SamplingParams params = parse(sampling::build);
-    Path logitsOut = args.string("logits-out").map(Path::of).orElse(null);
-    int speculative = args.integer("speculative-tokens", 0, 0, 16);
-    if (speculative > 0 && logitsOut != null) throw new UsageException("generate: --logits-out works without --speculative-tokens only");
+  @Option(names = "--model", paramLabel = "DIR", description = "The checkpoint directory (default: the trained demo model).")
+  Path modelDir;
 
-    try (Tokenizer tokenizer = Tokenizer.load(dir); Kernels kernels = backend.open(threads);
+  @ArgGroup(multiplicity = "1")
+  Input input;
+
+  /** Exactly one of the three ways to give the prompt. */
+  static final class Input {
+    @Option(names = "--prompt", paramLabel = "TEXT", description = "Text, encoded with BOS.")
+    String prompt;
+
+    @Option(names = "--chat", paramLabel = "TEXT", description = "A user message, through the model's chat template (as the gateway).")
+    String chat;
+
+    @Option(names = "--prompt-ids", split = "\\s*,\\s*", splitSynopsisLabel = ",", paramLabel = "ID",
+        description = "Token ids, e.g. 1,2,3.")
+    int[] promptIds;
+  }
+
+  @Option(names = "--max-new-tokens", paramLabel = "N", description = "Tokens to generate at most (default: ${DEFAULT-VALUE}).")
+  int maxNewTokens = 16;
+
+  @Option(names = "--precision", paramLabel = "exact|bf16|int8", description = "The weights' precision (default: int8).")
+  Precision precision = Precision.INT8;
+
+  @Option(names = "--temperature", paramLabel = "T", description = "Sampling temperature (default: greedy).")
+  Double temperature;
+
+  @Option(names = "--top-p", paramLabel = "P", description = "Nucleus sampling's probability mass.")
+  Double topP;
+
+  @Option(names = "--top-k", paramLabel = "K", description = "Sample among the K likeliest tokens (-1: all).")
+  Integer topK;
+
+  @Option(names = "--seed", paramLabel = "S", description = "The sampler's seed.")
+  Long seed;
+
+  @Option(names = "--logits-out", paramLabel = "FILE.npy",
+      description = "Write the logits after every fed token (the prompt's rows, then one per decode step) as float32.")
+  Path logitsOut;
+
+  @Option(names = "--kernels", paramLabel = "native|reference", description = "The kernels (default: native).")
+  KernelBackend kernels = KernelBackend.NATIVE;
+
+  @Option(names = "--threads", paramLabel = "N", description = "Kernel threads (default: every core, ${DEFAULT-VALUE}).")
+  int threads = Runtime.getRuntime().availableProcessors();
+
+  @Option(names = "--ignore-eos", description = "Go on past the end-of-sequence token.")
+  boolean ignoreEos;
+
+  @Option(names = "--speculative-tokens", paramLabel = "K",
+      description = "MTP speculative decoding with K drafts a step, through the engine (default: ${DEFAULT-VALUE} = off).")
+  int speculativeTokens = 0;
+
+  @Override
+  public Integer call() throws Exception {
+    inRange("--max-new-tokens", maxNewTokens, 0, 1 << 20);
+    inRange("--threads", threads, 1, 256);
+    inRange("--speculative-tokens", speculativeTokens, 0, 16);
+    if (topK != null) inRange("--top-k", topK, -1, Integer.MAX_VALUE);
+    var sampling = SamplingParams.greedy().toBuilder().ignoreEos(ignoreEos);
+    if (temperature != null) sampling.temperature(temperature);
+    if (topP != null) sampling.topP(topP);
+    if (topK != null) sampling.topK(topK);
+    if (seed != null) sampling.seed(seed);
+    SamplingParams params;
+    try {
+      params = sampling.build();
+    } catch (IllegalArgumentException e) {
+      throw Cli.usageError(spec, e.getMessage());
+    }
+    if (speculativeTokens > 0 && logitsOut != null) throw Cli.usageError(spec, "--logits-out works without --speculative-tokens only");
+    Path dir = modelDir != null ? modelDir : DemoModels.ensure(DemoModels.DEFAULT);
+    int maxNew = maxNewTokens;
+
+    try (Tokenizer tokenizer = Tokenizer.load(dir); Kernels kernels = this.kernels.open(threads);
         DeepseekModel model = DeepseekModel.load(dir, precision, kernels, DemoModels.progress("loading"));
         TensorArena cacheArena = TensorArena.forModel()) {
-      int[] prompt = switch (input) {
-        case "prompt" -> tokenizer.encode(args.required("prompt"), true);
-        case "chat" -> ChatEncoder.encode(tokenizer, tokenizer.chatTemplate()
-            .orElseThrow(() -> new UsageException("generate: " + dir + " has no chat_template; use --prompt")),
-            List.of(ChatMessage.user(args.required("chat"))), true, ChatEncoder.SpecialTokens.TEXT); // as the gateway
-        default -> promptIds(args.required("prompt-ids"), model.config().vocabSize());
-      };
-      if (prompt.length == 0) throw new UsageException("generate: the prompt is empty");
+      int[] prompt;
+      if (input.prompt != null) prompt = tokenizer.encode(input.prompt, true);
+      else if (input.chat != null) prompt = ChatEncoder.encode(tokenizer, tokenizer.chatTemplate()
+          .orElseThrow(() -> Cli.usageError(spec, dir + " has no chat_template; use --prompt")),
+          List.of(ChatMessage.user(input.chat)), true, ChatEncoder.SpecialTokens.TEXT); // as the gateway
+      else prompt = promptIds(input.promptIds, model.config().vocabSize());
+      if (prompt.length == 0) throw Cli.usageError(spec, "the prompt is empty");
       int total = prompt.length + maxNew;
       if (total > model.config().maxPositionEmbeddings())
-        throw new UsageException("generate: prompt (" + prompt.length + ") + max-new-tokens (" + maxNew
+        throw Cli.usageError(spec, "prompt (" + prompt.length + ") + max-new-tokens (" + maxNew
             + ") exceeds the model's context of " + model.config().maxPositionEmbeddings() + " tokens");
-      if (speculative > 0) {
-        if (maxNew == 0) throw new UsageException("generate: --speculative-tokens needs --max-new-tokens ≥ 1");
-        runSpeculative(model, tokenizer, prompt, maxNew, params, speculative);
-        return;
+      if (speculativeTokens > 0) {
+        if (maxNew == 0) throw Cli.usageError(spec, "--speculative-tokens needs --max-new-tokens ≥ 1");
+        runSpeculative(model, tokenizer, prompt, maxNew, params, speculativeTokens);
+        return 0;
       }
       run(model, tokenizer, prompt, maxNew, new Sampler(params.validateFor(model.config().vocabSize()), model.config().vocabSize()),
           params, logitsOut, cacheArena);
     }
+    return 0;
+  }
+
+  private void inRange(String name, int value, int min, int max) {
+    if (value < min || value > max) throw Cli.usageError(spec, name + " must be in [" + min + ", " + max + "], got " + value);
   }
 
   private static void run(DeepseekModel model, Tokenizer tokenizer, int[] prompt, int maxNew, Sampler sampler, SamplingParams params,
@@ -182,25 +246,9 @@ final class GenerateCommand {
         100 * spec.acceptanceRate(), Arrays.toString(spec.acceptedPerPosition()), spec.meanAcceptanceLength(), stats.steps());
   }
 
-  private static int[] promptIds(String csv, int vocab) {
-    String[] parts = csv.split(",");
-    int[] ids = new int[parts.length];
-    for (int i = 0; i < parts.length; i++) {
-      try {
-        ids[i] = Integer.parseInt(parts[i].trim());
-      } catch (NumberFormatException e) {
-        throw new UsageException("generate: --prompt-ids must be comma-separated integers, got '" + parts[i] + "'");
-      }
-      if (ids[i] < 0 || ids[i] >= vocab) throw new UsageException("generate: prompt id " + ids[i] + " is outside the vocabulary [0, " + vocab + ")");
-    }
+  private int[] promptIds(int[] ids, int vocab) {
+    for (int id : ids)
+      if (id < 0 || id >= vocab) throw Cli.usageError(spec, "prompt id " + id + " is outside the vocabulary [0, " + vocab + ")");
     return ids;
-  }
-
-  private static <T> T parse(java.util.function.Supplier<T> parser) {
-    try {
-      return parser.get();
-    } catch (IllegalArgumentException e) {
-      throw new UsageException("generate: " + e.getMessage());
-    }
   }
 }

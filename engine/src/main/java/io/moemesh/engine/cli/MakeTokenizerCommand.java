@@ -5,7 +5,12 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Set;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
 
 /**
  * {@code make-tokenizer --corpus FILE[,FILE...] --vocab-size V --out DIR [--bos-id N] [--eos-id N] [--model-max-length L]}:
@@ -13,40 +18,56 @@ import java.util.Set;
  * model's {@code tokenizer.json} and {@code tokenizer_config.json} (DeepSeek-V3 specials, chat template). Used to
  * give a model trained on that corpus its vocabulary (tools/train-demo).
  */
-final class MakeTokenizerCommand {
-  static final String USAGE =
-      "make-tokenizer --corpus FILE[,FILE...] --vocab-size V --out DIR [--bos-id 0] [--eos-id 1] [--model-max-length L]";
+@Command(name = "make-tokenizer", sortOptions = false, sortSynopsis = false, description = {
+    "Learn a byte-level BPE tokenizer from the given texts (tokenizer.json, tokenizer_config.json with DeepSeek-V3's"
+        + " special tokens and the chat template), as a model trained on them needs."})
+final class MakeTokenizerCommand implements Callable<Integer> {
+  @Mixin HelpOption help;
+  @Spec CommandSpec spec;
 
-  private MakeTokenizerCommand() {}
+  @Option(names = "--corpus", required = true, split = "\\s*,\\s*", splitSynopsisLabel = ",", paramLabel = "FILE",
+      description = "The UTF-8 texts to learn from.")
+  List<Path> corpus;
 
-  static void run(List<String> argv) throws Exception {
-    var args = new CliArgs("make-tokenizer", argv,
-        Set.of("corpus", "vocab-size", "out", "bos-id", "eos-id", "model-max-length"), Set.of());
+  @Option(names = "--vocab-size", required = true, paramLabel = "V", description = "Ids in the vocabulary, special tokens included.")
+  int vocabSize;
+
+  @Option(names = "--out", required = true, paramLabel = "DIR", description = "Where the tokenizer files go.")
+  Path out;
+
+  @Option(names = "--bos-id", paramLabel = "N", description = "The BOS token's id (default: ${DEFAULT-VALUE}).")
+  int bosId = 0;
+
+  @Option(names = "--eos-id", paramLabel = "N", description = "The EOS token's id (default: ${DEFAULT-VALUE}).")
+  int eosId = 1;
+
+  @Option(names = "--model-max-length", paramLabel = "L", description = "The context the tokenizer config states (default: ${DEFAULT-VALUE}).")
+  int modelMaxLength = 16384;
+
+  @Override
+  public Integer call() throws Exception {
+    nonNegative("--vocab-size", vocabSize);
+    nonNegative("--bos-id", bosId);
+    nonNegative("--eos-id", eosId);
+    nonNegative("--model-max-length", modelMaxLength);
     List<String> texts = new ArrayList<>();
-    for (String file : args.required("corpus").split(",")) {
-      Path path = Path.of(file.trim());
-      if (!Files.isRegularFile(path)) throw new UsageException("make-tokenizer: --corpus: no such file " + path);
+    for (Path path : corpus) {
+      if (!Files.isRegularFile(path)) throw Cli.usageError(spec, "--corpus: no such file " + path);
       texts.add(Files.readString(path));
     }
-    int vocabSize = intOption(args, "vocab-size", -1);
-    int bosId = intOption(args, "bos-id", 0), eosId = intOption(args, "eos-id", 1);
-    int maxLength = intOption(args, "model-max-length", 16384);
-    Path out = Path.of(args.required("out"));
     long start = System.nanoTime();
     int realTokens;
     try {
-      realTokens = TokenizerFiles.write(out, texts, vocabSize, bosId, eosId, maxLength);
+      realTokens = TokenizerFiles.write(out, texts, vocabSize, bosId, eosId, modelMaxLength);
     } catch (IllegalArgumentException e) {
-      throw new UsageException("make-tokenizer: " + e.getMessage());
+      throw Cli.usageError(spec, e.getMessage());
     }
     System.err.printf("wrote %s: %d ids, %d learned from the corpus, in %.1f s%n", out, vocabSize, realTokens,
         (System.nanoTime() - start) / 1e9);
+    return 0;
   }
 
-  private static int intOption(CliArgs args, String name, int fallback) {
-    long v = fallback < 0 ? args.longValue(name).orElseThrow(() -> new UsageException("make-tokenizer: --" + name + " is required"))
-        : args.longValue(name).orElse((long) fallback);
-    if (v < 0 || v > Integer.MAX_VALUE) throw new UsageException("make-tokenizer: --" + name + " must be ≥ 0, got " + v);
-    return (int) v;
+  private void nonNegative(String name, int value) {
+    if (value < 0) throw Cli.usageError(spec, name + " must be ≥ 0, got " + value);
   }
 }

@@ -72,7 +72,8 @@ class OfflineCliTest {
     void unknownFormatIsAUsageError() throws Exception {
       Run run = cli("make-model", "--config", "tiny", "--out", work.resolve("x").toString(), "--format", "fp4");
       assertThat(run.exit()).isEqualTo(2);
-      assertThat(run.err()).contains("--format must be bf16 or fp8");
+      assertThat(run.err()).contains("moemesh make-model: Invalid value for option '--format': expected one of [BF16, FP8]")
+          .contains("but was 'fp4'");
     }
   }
 
@@ -173,7 +174,66 @@ class OfflineCliTest {
     void twoInputsAreRefused() throws Exception {
       Run run = cli("generate", "--model", model.toString(), "--prompt", "x", "--chat", "y");
       assertThat(run.exit()).isEqualTo(2);
-      assertThat(run.err()).contains("give only one of");
+      assertThat(run.err()).contains("moemesh generate: Error: --prompt=TEXT, --chat=TEXT are mutually exclusive (specify only one)");
+    }
+  }
+
+  /** The generated usage, and what a wrong command line answers: exit code 2, what is wrong, then the usage. */
+  @Nested
+  class Usage {
+    @Test
+    void helpPrintsTheGeneratedUsageOfEveryCommand() throws Exception {
+      Run root = cli("--help");
+      assertThat(root.exit()).as(root.err()).isZero();
+      assertThat(root.out()).startsWith("Usage: moemesh").contains("up", "make-model", "make-tokenizer", "generate")
+          .doesNotContain("demo-model"); // for scripts, not listed
+      Run generate = cli("generate", "--help");
+      assertThat(generate.exit()).isZero();
+      assertThat(generate.out()).startsWith("Usage: moemesh generate")
+          .contains("--model=DIR", "--prompt=TEXT", "--chat=TEXT", "--prompt-ids=ID", "--max-new-tokens=N", "--precision=exact|bf16|int8",
+              "--temperature=T", "--top-p=P", "--top-k=K", "--seed=S", "--logits-out=FILE.npy", "--kernels=native|reference",
+              "--threads=N", "--ignore-eos", "--speculative-tokens=K", "(default: 16)");
+      assertThat(cli("help", "make-model").out()).startsWith("Usage: moemesh make-model")
+          .contains("--config=FILE|tiny|small|bench", "--out=DIR", "--seed=N", "--format=bf16|fp8", "--router-skew=S");
+      assertThat(cli("up", "--help").out()).startsWith("Usage: moemesh up").contains("--decode-replicas=N", "--balance-every=D",
+          "(default: 60s; 0 = never)", "--planner", "--max-replicas=N").doesNotContain("--settings-out");
+      assertThat(cli("make-tokenizer", "-h").out()).startsWith("Usage: moemesh make-tokenizer")
+          .contains("--corpus=FILE", "--vocab-size=V", "--bos-id=N", "--eos-id=N", "--model-max-length=L");
+    }
+
+    @Test
+    void aBadOptionValueNamesTheOptionAndTheValue() throws Exception {
+      Run run = cli("generate", "--model", model.toString(), "--prompt", "x", "--precision", "fp4");
+      assertThat(run.exit()).isEqualTo(2);
+      assertThat(run.err()).startsWith("moemesh generate: Invalid value for option '--precision': expected one of [EXACT, BF16, INT8]")
+          .contains("but was 'fp4'").contains("Usage: moemesh generate");
+      assertThat(run.out()).isEmpty();
+      Run range = cli("generate", "--model", model.toString(), "--prompt", "x", "--threads", "0");
+      assertThat(range.exit()).isEqualTo(2);
+      assertThat(range.err()).startsWith("moemesh generate: --threads must be in [1, 256], got 0");
+      Run notANumber = cli("generate", "--model", model.toString(), "--prompt", "x", "--max-new-tokens", "many");
+      assertThat(notANumber.exit()).isEqualTo(2);
+      assertThat(notANumber.err()).startsWith("moemesh generate: Invalid value for option '--max-new-tokens': 'many' is not an int");
+    }
+
+    @Test
+    void missingUnknownAndRepeatedArgumentsAreUsageErrors() throws Exception {
+      Run noPrompt = cli("generate", "--model", model.toString());
+      assertThat(noPrompt.exit()).isEqualTo(2);
+      assertThat(noPrompt.err()).contains("Missing required argument (specify one of these): (--prompt=TEXT | --chat=TEXT | --prompt-ids=ID");
+      Run unknownOption = cli("generate", "--model", model.toString(), "--prompt", "x", "--max-tokens", "3");
+      assertThat(unknownOption.exit()).isEqualTo(2);
+      assertThat(unknownOption.err()).startsWith("moemesh generate: Unknown options: '--max-tokens', '3'")
+          .contains("Possible solutions: --max-new-tokens");
+      Run twice = cli("make-model", "--config", "tiny", "--config", "small", "--out", work.resolve("z").toString());
+      assertThat(twice.exit()).isEqualTo(2);
+      assertThat(twice.err()).contains("option '--config' (FILE|tiny|small|bench) should be specified only once");
+      Run unknownCommand = cli("genrate");
+      assertThat(unknownCommand.exit()).isEqualTo(2);
+      assertThat(unknownCommand.err()).startsWith("moemesh: Unmatched argument at index 0: 'genrate'").contains("generate");
+      Run none = cli();
+      assertThat(none.exit()).isEqualTo(2);
+      assertThat(none.err()).startsWith("moemesh: no command given");
     }
   }
 
