@@ -110,7 +110,7 @@ start_planner() {
 }
 
 cmd_up() {
-  local model replicas prefills stores port host precision threads shards shared redundant balance speculative
+  local model replicas prefills stores port host precision threads shards shared redundant balance speculative draft_vocabulary
   local planner ttft itl max_replicas profile single detach settings opts=()
   moemesh_use_java
   ensure_built engine
@@ -157,7 +157,8 @@ cmd_up() {
   decode_threads=${threads:-$((single ? cores : cores / (planner ? max_replicas : replicas)))}
   ((decode_threads >= 1)) || decode_threads=1
   # prefill and decode alike: a prefill with speculation on hands the MTP layer's KV and the first draft to decode
-  local engine=("moemesh.engine.model-dir=$model" "moemesh.engine.precision=$precision" "moemesh.engine.speculative-tokens=$speculative")
+  local engine=("moemesh.engine.model-dir=$model" "moemesh.engine.precision=$precision" "moemesh.engine.speculative-tokens=$speculative"
+    "moemesh.engine.speculative-draft-vocabulary=$draft_vocabulary")
   ((detach)) || trap 'stop_mesh; exit 130' INT TERM
   # Expert parallelism: the prefill and decode replicas' MoE layers run on routed shards (+ a shared-expert service).
   local remote=() shard_list='' expert=("moemesh.expert.model-dir=$model" "moemesh.expert.precision=$precision" \

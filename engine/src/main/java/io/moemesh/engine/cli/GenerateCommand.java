@@ -108,6 +108,10 @@ final class GenerateCommand implements Callable<Integer> {
       description = "MTP speculative decoding with K drafts a step, through the engine (default: ${DEFAULT-VALUE} = off).")
   int speculativeTokens = 0;
 
+  @Option(names = "--speculative-draft-vocabulary", paramLabel = "N", description = "With --speculative-tokens: the MTP head drafts"
+      + " over the first N token ids only (default: ${DEFAULT-VALUE} = all).")
+  int draftVocabulary = 0;
+
   @Override
   public Integer call() throws Exception {
     inRange("--max-new-tokens", maxNewTokens, 0, 1 << 20);
@@ -145,6 +149,8 @@ final class GenerateCommand implements Callable<Integer> {
             + ") exceeds the model's context of " + model.config().maxPositionEmbeddings() + " tokens");
       if (speculativeTokens > 0) {
         if (maxNew == 0) throw Cli.usageError(spec, "--speculative-tokens needs --max-new-tokens ≥ 1");
+        inRange("--speculative-draft-vocabulary", draftVocabulary, 0, model.config().vocabSize());
+        model.draftVocabulary(draftVocabulary);
         runSpeculative(model, tokenizer, prompt, maxNew, params, speculativeTokens);
         return 0;
       }

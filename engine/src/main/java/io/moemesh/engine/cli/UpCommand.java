@@ -96,6 +96,10 @@ final class UpCommand implements Callable<Integer> {
       + " draft to decode.")
   int speculativeTokens = 0;
 
+  @Option(names = "--speculative-draft-vocabulary", paramLabel = "N", description = "The MTP head drafts over the first N token ids"
+      + " only (FR-Spec: the most frequent in byte-level BPE), reading N / vocabulary of its weights (default: ${DEFAULT-VALUE} = all).")
+  int draftVocabulary = 0;
+
   @Option(names = "--planner", description = "The SLA planner (docs/planner.md) starts and stops the prefill and decode replicas to"
       + " hold the p90 TTFT and ITL targets, between the --prefill-replicas/--decode-replicas counts and --max-replicas, with"
       + " the capacities in the --profile; its other settings from MOEMESH_PLANNER_* (e.g. MOEMESH_PLANNER_SCALE_DOWN_COOLDOWN=30s).")
@@ -128,6 +132,7 @@ final class UpCommand implements Callable<Integer> {
     Cli.atLeast(spec, "--routed-shards", routedShards, 0);
     Cli.atLeast(spec, "--redundant-slots", redundantSlots, 0);
     Cli.atLeast(spec, "--speculative-tokens", speculativeTokens, 0);
+    Cli.atLeast(spec, "--speculative-draft-vocabulary", draftVocabulary, 0);
     if (planner) {
       if (single) throw Cli.usageError(spec, "--planner sizes the prefill and decode stages; --single has neither");
       Cli.atLeast(spec, "--ttft-target", ttftTarget, 1);
@@ -159,6 +164,7 @@ final class UpCommand implements Callable<Integer> {
     s.put("redundant", String.valueOf(redundantSlots));
     s.put("balance", MeshDuration.format(balanceEvery));
     s.put("speculative", String.valueOf(speculativeTokens));
+    s.put("draft_vocabulary", String.valueOf(draftVocabulary));
     s.put("planner", planner ? "1" : "0");
     s.put("ttft", String.valueOf(ttftTarget));
     s.put("itl", String.valueOf(itlTarget));

@@ -19,7 +19,7 @@ class UpCommandTest {
         Map.entry("model", ""), Map.entry("replicas", "2"), Map.entry("prefills", "1"), Map.entry("stores", "1"),
         Map.entry("port", "8000"), Map.entry("host", "127.0.0.1"), Map.entry("precision", "int8"), Map.entry("threads", ""),
         Map.entry("shards", "2"), Map.entry("shared", "remote"), Map.entry("redundant", "2"), Map.entry("balance", "60s"),
-        Map.entry("speculative", "0"), Map.entry("planner", "0"), Map.entry("ttft", "500"), Map.entry("itl", "50"),
+        Map.entry("speculative", "0"), Map.entry("draft_vocabulary", "0"), Map.entry("planner", "0"), Map.entry("ttft", "500"), Map.entry("itl", "50"),
         Map.entry("max_replicas", "2"), Map.entry("profile", ""), Map.entry("single", "0"), Map.entry("detach", "0")));
   }
 
