@@ -17,6 +17,11 @@
 # Internal services listen on 127.0.0.1 only, and every internal gRPC call carries credentials made with a fresh
 # key in $MOEMESH_HOME/run/mesh.key (docs/reliability.md, "Internal services"); the gateway listens on --host.
 #
+# A mesh in the foreground goes with this shell however it ends: Ctrl-C or SIGTERM stops it (stop_mesh), and each
+# service gets MOEMESH_LAUNCHER_PID=$$, so that after a kill -9 of the shell, which runs no trap, the services see it
+# gone and stop as on SIGTERM (the lifecycle module's LauncherLifeline); the planner's replicas watch the planner the
+# same way. `up --detach` sets no launcher: that mesh runs until `down`.
+#
 # Logs: $MOEMESH_HOME/logs/<start time>/<service>.log. `up --detach` leaves the mesh running and records its
 # processes in $MOEMESH_HOME/run/mesh.pids for `down`.
 
@@ -24,6 +29,7 @@ MESH_PIDS=()
 MESH_NAMES=()
 MESH_PORTS=()
 MESH_COMMON=() # properties every service gets: the mesh key
+MESH_LAUNCHER=() # the environment every service gets in the foreground: this shell's pid, whose loss stops them
 MESH_OWNED_NAMES=() # replicas the planner starts and stops (up --planner): awaited, not stopped by us
 MESH_OWNED_PORTS=()
 
@@ -45,10 +51,15 @@ start_service() {
   local name=$1 module=$2 http=$3 cmd=()
   shift 3
   mapfile -t cmd < <(service_command "$module" "$http" "$@")
-  "${cmd[@]}" >"$MESH_LOGS/$name.log" 2>&1 &
+  env "${MESH_LAUNCHER[@]}" "${cmd[@]}" >"$MESH_LOGS/$name.log" 2>&1 &
   MESH_PIDS+=($!)
   MESH_NAMES+=("$name")
   MESH_PORTS+=("$http")
+}
+
+# stop_with_this_shell: the services started from now on stop when this shell is gone, even after a kill -9 of it.
+stop_with_this_shell() {
+  MESH_LAUNCHER=("MOEMESH_LAUNCHER_PID=$$")
 }
 
 # await_owned NAME HTTP_PORT: a replica the planner starts (up --planner), waited for by await_mesh but not ours to stop.
@@ -160,6 +171,7 @@ cmd_up() {
   local engine=("moemesh.engine.model-dir=$model" "moemesh.engine.precision=$precision" "moemesh.engine.speculative-tokens=$speculative"
     "moemesh.engine.speculative-draft-vocabulary=$draft_vocabulary")
   ((detach)) || trap 'stop_mesh; exit 130' INT TERM
+  ((detach)) || stop_with_this_shell
   # Expert parallelism: the prefill and decode replicas' MoE layers run on routed shards (+ a shared-expert service).
   local remote=() shard_list='' expert=("moemesh.expert.model-dir=$model" "moemesh.expert.precision=$precision" \
     "moemesh.expert.threads=1" "moemesh.expert.num-shards=$shards" "moemesh.expert.redundant-slots=$redundant")

@@ -76,6 +76,11 @@ final class ServiceProcess implements AutoCloseable {
     return process.isAlive();
   }
 
+  /** The process (e.g. to find the processes it started). */
+  ProcessHandle handle() {
+    return process.toHandle();
+  }
+
   String grpcAddress() {
     return "localhost:" + grpcPort;
   }

@@ -14,6 +14,8 @@ import io.moemesh.model.moe.balance.ExpertLoad;
 import io.moemesh.proto.expert.v1.CombineFrame;
 import io.moemesh.proto.expert.v1.DispatchFrame;
 import io.moemesh.proto.expert.v1.SharedFrame;
+import io.opentelemetry.api.trace.Span;
+import io.opentelemetry.context.Scope;
 import io.quarkus.runtime.ShutdownEvent;
 import io.quarkus.runtime.StartupEvent;
 import jakarta.enterprise.context.ApplicationScoped;
@@ -138,6 +140,12 @@ public class ExpertHost {
   CombineFrame routed(DispatchFrame frame) {
     long start = System.nanoTime();
     var span = spans.start(FrameSpans.DISPATCH, frame.getTraceparent(), frame.getLayerId(), config.shard(), frame.getSerializedSize());
+    try (Scope ignored = FrameSpans.current(span)) { // around the catch too: its log line carries the frame's trace
+      return computeRouted(frame, span, start);
+    }
+  }
+
+  private CombineFrame computeRouted(DispatchFrame frame, Span span, long start) {
     try (TensorArena scratch = TensorArena.confined()) {
       if (config.role() != ExpertConfig.Role.ROUTED) throw new IllegalArgumentException("this is a shared-expert service: send SharedFrames");
       Held h = held();
@@ -165,6 +173,7 @@ public class ExpertHost {
       return CombineFrame.newBuilder().setSeq(frame.getSeq()).setOutputs(WireTensors.write(out)).build();
     } catch (RuntimeException e) {
       metrics.failed("routed");
+      failed("dispatch", frame.getSeq(), frame.getLayerId(), e);
       FrameSpans.failed(span, message(e));
       return CombineFrame.newBuilder().setSeq(frame.getSeq()).setError(message(e)).build();
     }
@@ -174,6 +183,12 @@ public class ExpertHost {
   CombineFrame shared(SharedFrame frame) {
     long start = System.nanoTime();
     var span = spans.start(FrameSpans.SHARED, frame.getTraceparent(), frame.getLayerId(), -1, frame.getSerializedSize());
+    try (Scope ignored = FrameSpans.current(span)) {
+      return computeShared(frame, span, start);
+    }
+  }
+
+  private CombineFrame computeShared(SharedFrame frame, Span span, long start) {
     try (TensorArena scratch = TensorArena.confined()) {
       if (config.role() != ExpertConfig.Role.SHARED) throw new IllegalArgumentException("this is a routed-expert shard: send DispatchFrames");
       Held h = held();
@@ -203,6 +218,7 @@ public class ExpertHost {
       return CombineFrame.newBuilder().setSeq(frame.getSeq()).setOutputs(WireTensors.write(wire)).build();
     } catch (RuntimeException e) {
       metrics.failed("shared");
+      failed("shared", frame.getSeq(), frame.getLayerId(), e);
       FrameSpans.failed(span, message(e));
       return CombineFrame.newBuilder().setSeq(frame.getSeq()).setError(message(e)).build();
     }
@@ -284,6 +300,11 @@ public class ExpertHost {
     int n = 0;
     for (int i = 0; i < ExpertWeights.numLayers(model); i++) if (model.isMoeLayer(i)) n++;
     return n;
+  }
+
+  /** The warning of a frame answered with an error frame; logged while its span is current, so it carries the trace id. */
+  private static void failed(String kind, long seq, int layerId, RuntimeException e) {
+    LOG.warnf("%s frame %d (layer %d) answered with an error: %s", kind, seq, layerId, message(e));
   }
 
   private static String message(RuntimeException e) {

@@ -7,6 +7,7 @@ import io.opentelemetry.api.trace.StatusCode;
 import io.opentelemetry.api.trace.Tracer;
 import io.opentelemetry.api.trace.propagation.W3CTraceContextPropagator;
 import io.opentelemetry.context.Context;
+import io.opentelemetry.context.Scope;
 import io.opentelemetry.context.propagation.TextMapGetter;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.inject.Inject;
@@ -17,7 +18,8 @@ import java.util.List;
  * W3C {@code traceparent} (a stream lives for many steps of many requests, so the stream's own gRPC span says
  * nothing about one of them). SERVER kind, a child of the engine's step span; named {@value #DISPATCH} (routed) or
  * {@value #SHARED}. A frame without a valid traceparent (the step was not traced or not sampled, or a malformed value)
- * gets no span: the invalid span, whose calls cost nothing.
+ * gets no span: the invalid span, whose calls cost nothing. While a traced frame computes, its span is current on the
+ * compute thread ({@link #current}), so its log lines carry the trace id.
  */
 @ApplicationScoped
 class FrameSpans {
@@ -53,6 +55,15 @@ class FrameSpans {
         .setAttribute(BYTES, bytes);
     if (shard >= 0) b.setAttribute(SHARD, (long) shard);
     return b.startSpan();
+  }
+
+  /**
+   * Makes {@code span} current on this thread until the scope closes, so that what is logged meanwhile carries its trace
+   * and span ids (the MDC's {@code traceId}, {@code spanId}, as in the other services' logs); for an untraced frame's
+   * invalid span, nothing: no context is attached and the MDC is not touched.
+   */
+  static Scope current(Span span) {
+    return span.getSpanContext().isValid() ? span.makeCurrent() : Scope.noop();
   }
 
   /** Ends {@code span} as failed with {@code why}. */

@@ -164,6 +164,48 @@ class ExpertsServiceTest {
   }
 
   @Test
+  void theWarningOfAFailedTracedFrameCarriesItsTraceAndAnUntracedOnesNone() {
+    Span step = tracer.spanBuilder("test step").startSpan();
+    step.end();
+    String traceId = step.getSpanContext().getTraceId();
+    String traceparent = "00-" + traceId + "-" + step.getSpanContext().getSpanId() + "-01";
+    spans.reset();
+    var warnings = new java.util.concurrent.ConcurrentLinkedQueue<String[]>(); // message, MDC traceId, MDC spanId
+    var handler = new java.util.logging.Handler() {
+      @Override
+      public void publish(java.util.logging.LogRecord r) { // on the compute thread, as the line is logged
+        var ext = (org.jboss.logmanager.ExtLogRecord) r;
+        warnings.add(new String[] {ext.getFormattedMessage(), ext.getMdc("traceId"), ext.getMdc("spanId")});
+      }
+
+      @Override
+      public void flush() {}
+
+      @Override
+      public void close() {}
+    };
+    var logger = java.util.logging.Logger.getLogger(ExpertHost.class.getName());
+    logger.addHandler(handler);
+    try (TensorArena arena = TensorArena.confined()) {
+      int dense = IntStream.range(0, 99).filter(i -> !config.isMoeLayer(i)).findFirst().orElseThrow();
+      var tracedDense = frame(1, dispatch(arena, 2, placement.expertsOnShard(layer, 0), 5)).toBuilder().setLayerId(dense)
+          .setTraceparent(traceparent).build();
+      var untracedDense = tracedDense.toBuilder().setSeq(2).clearTraceparent().build();
+      assertThat(send(List.of(tracedDense, untracedDense))).extracting(CombineFrame::getError).allSatisfy(e -> assertThat(e).contains("not a MoE layer"));
+    } finally {
+      logger.removeHandler(handler);
+    }
+    SpanData span = InMemorySpans.awaitSpan(spans, s -> s.getName().equals(FrameSpans.DISPATCH));
+    assertThat(warnings).hasSize(2);
+    String[] traced = warnings.poll(), untraced = warnings.poll();
+    assertThat(traced[0]).contains("dispatch frame 1").contains("not a MoE layer");
+    assertThat(traced[1]).as("the traced frame's warning: the caller's trace").isEqualTo(traceId);
+    assertThat(traced[2]).as("and the frame's span").isEqualTo(span.getSpanId());
+    assertThat(untraced[0]).contains("dispatch frame 2");
+    assertThat(untraced[1]).as("the next, untraced frame's: no trace left over on the compute thread").isNotEqualTo(traceId);
+  }
+
+  @Test
   void sharedFramesAreRefusedByARoutedShard() {
     var answer = experts.shared(Multi.createFrom().item(SharedFrame.newBuilder().setSeq(9).setLayerId(layer).build()))
         .collect().asList().await().atMost(TIMEOUT);

@@ -1,5 +1,6 @@
 package io.moemesh.planner.connect;
 
+import io.moemesh.lifecycle.LauncherConfig;
 import io.moemesh.planner.Stage;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -18,7 +19,9 @@ import java.util.concurrent.TimeUnit;
  * {@code {index}}, {@code {httpPort}} and {@code {grpcPort}} filled in (HTTP base + 10·i, gRPC one above, as up's
  * ports), its output in {@code <logDir>/<stage>-<i>.log}. Scaling up starts the next indices; scaling down stops the
  * highest with SIGTERM (Quarkus finishes its calls in flight) and, after {@code grace}, kills it. It is also the
- * discovery of those processes. It never adopts processes it did not start.
+ * discovery of those processes. It never adopts processes it did not start. Each replica gets this process's pid in
+ * {@link LauncherConfig#PID_VARIABLE}: if the planner dies without {@link #close()} (kill -9, a crash), its replicas
+ * see it and stop as on SIGTERM (the lifecycle module's launcher watch), rather than hold their ports as orphans.
  */
 public final class LocalProcessConnector implements ReplicaConnector, ReplicaDiscovery, AutoCloseable {
   /**
@@ -111,7 +114,10 @@ public final class LocalProcessConnector implements ReplicaConnector, ReplicaDis
     try {
       Files.createDirectories(logDir);
       Path log = logDir.resolve(stage.label() + "-" + index + ".log");
-      return new ProcessBuilder(launch.commandFor(index)).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
+      var builder = new ProcessBuilder(launch.commandFor(index)).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
+      // the replica stops when this process is gone, even killed with kill -9 (no shutdown hook, no close(), runs then)
+      builder.environment().put(LauncherConfig.PID_VARIABLE, Long.toString(ProcessHandle.current().pid()));
+      return builder.start();
     } catch (IOException e) {
       throw new ConnectorException(stage, "starting replica " + index, e);
     }
