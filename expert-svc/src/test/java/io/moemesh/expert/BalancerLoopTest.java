@@ -12,6 +12,7 @@ import io.moemesh.model.ModelConfig;
 import io.moemesh.model.ModelConfigReader;
 import io.moemesh.model.moe.Placement;
 import io.moemesh.model.moe.ExpertDispatch;
+import io.moemesh.proto.tensor.WireTensors;
 import io.moemesh.proto.expert.v1.CombineFrame;
 import io.moemesh.proto.expert.v1.DispatchFrame;
 import io.moemesh.proto.expert.v1.Experts;
@@ -142,19 +143,17 @@ class BalancerLoopTest {
       for (int e = 0; e < config.nRoutedExperts(); e++) offsets[e + 1] = e >= expert ? 64 : 0;
       var groups = ExpertDispatch.Groups.of(offsets);
       for (int f = 0; f < frames; f++)
-        batch.add(DispatchFrame.newBuilder().setSeq(f).setLayerId(layer).setPlacementVersion(version).setHidden(WireTensors.write(hidden))
-            .setScales(WireTensors.write(scales)).setExperts(ints(arena, groups.experts()))
-            .setExpertEnds(ints(arena, groups.ends())).setTokenIndex(ints(arena, IntStream.range(0, 64).toArray()))
+        batch.add(DispatchFrame.newBuilder().setSeq(f).setLayerId(layer).setPlacementVersion(version).setHidden(KernelTensors.write(hidden))
+            .setScales(KernelTensors.write(scales)).setExperts(ints(groups.experts()))
+            .setExpertEnds(ints(groups.ends())).setTokenIndex(ints(IntStream.range(0, 64).toArray()))
             .build());
     }
     List<CombineFrame> answers = experts.dispatch(Multi.createFrom().iterable(batch)).collect().asList().await().atMost(TIMEOUT);
     assertThat(answers).hasSize(frames).allSatisfy(a -> assertThat(a.getError()).isEmpty());
   }
 
-  private static io.moemesh.proto.common.v1.Tensor ints(TensorArena arena, int[] values) {
-    Tensor t = arena.allocate(DType.I32, values.length);
-    for (int i = 0; i < values.length; i++) t.setInt(i, values[i]);
-    return WireTensors.write(t);
+  private static io.moemesh.proto.common.v1.Tensor ints(int[] values) {
+    return WireTensors.ints(values);
   }
 
   /** The sum of the /q/metrics samples whose line starts with {@code prefix}; NaN when none does. */

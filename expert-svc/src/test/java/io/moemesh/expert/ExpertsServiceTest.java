@@ -17,6 +17,7 @@ import io.moemesh.model.Precision;
 import io.moemesh.model.moe.ExpertDispatch;
 import io.moemesh.model.moe.ExpertSelection;
 import io.moemesh.model.moe.Placement;
+import io.moemesh.proto.tensor.WireTensors;
 import io.moemesh.proto.expert.v1.CombineFrame;
 import io.moemesh.proto.expert.v1.DispatchFrame;
 import io.moemesh.proto.expert.v1.ExpertLoadRequest;
@@ -251,15 +252,11 @@ class ExpertsServiceTest {
   private static DispatchFrame frame(long seq, ExpertDispatch d) {
     var groups = ExpertDispatch.Groups.of(d.expertOffsets());
     return DispatchFrame.newBuilder().setSeq(seq).setLayerId(d.layerId()).setPlacementVersion(d.placementVersion())
-        .setHidden(WireTensors.write(d.hidden())).setScales(WireTensors.write(d.scales()))
+        .setHidden(KernelTensors.write(d.hidden())).setScales(KernelTensors.write(d.scales()))
         .setExperts(ints(groups.experts())).setExpertEnds(ints(groups.ends())).setTokenIndex(ints(d.tokenIndex())).build();
   }
 
   private static io.moemesh.proto.common.v1.Tensor ints(int[] values) {
-    try (TensorArena arena = TensorArena.confined()) {
-      Tensor t = arena.allocate(DType.I32, values.length);
-      for (int i = 0; i < values.length; i++) t.setInt(i, values[i]);
-      return WireTensors.write(t);
-    }
+    return WireTensors.ints(values);
   }
 }
