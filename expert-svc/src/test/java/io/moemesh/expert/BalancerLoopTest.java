@@ -12,13 +12,14 @@ import io.moemesh.model.ModelConfig;
 import io.moemesh.model.ModelConfigReader;
 import io.moemesh.model.moe.Placement;
 import io.moemesh.model.moe.ExpertDispatch;
-import io.moemesh.proto.tensor.WireTensors;
 import io.moemesh.proto.expert.v1.CombineFrame;
 import io.moemesh.proto.expert.v1.DispatchFrame;
 import io.moemesh.proto.expert.v1.Experts;
 import io.moemesh.proto.expert.v1.ExpertServiceInfo;
 import io.moemesh.proto.expert.v1.InfoRequest;
 import io.moemesh.proto.expert.v1.PlacementTable;
+import io.moemesh.proto.tensor.WireTensors;
+import io.moemesh.telemetry.testing.Scrape;
 import io.quarkus.grpc.GrpcClient;
 import io.quarkus.test.junit.QuarkusTest;
 import io.quarkus.test.junit.QuarkusTestProfile;
@@ -94,12 +95,12 @@ class BalancerLoopTest {
     Placement p = PlacementTables.fromProto(active, ExpertWeights.numLayers(config));
     assertThat(p.replicas(layer, hot)).as("the hot expert got the redundant slots").isEqualTo(3);
     assertThat(metric("moemesh_expert_placement_version")).isEqualTo(active.getVersion());
-    assertThat(metric("moemesh_expert_balancer_rounds_total{outcome=\"published\"")).isGreaterThanOrEqualTo(1);
+    assertThat(metric("moemesh_expert_balancer_rounds_total{outcome=\"published\"}")).isGreaterThanOrEqualTo(1);
     assertThat(metric("moemesh_expert_prepared_version")).isGreaterThanOrEqualTo(active.getVersion());
-    await().atMost(TIMEOUT).untilAsserted(() -> assertThat(metric("moemesh_expert_balancedness{placement=\"active\""))
+    await().atMost(TIMEOUT).untilAsserted(() -> assertThat(metric("moemesh_expert_balancedness{placement=\"active\"}"))
         .as("the next rounds measure the window under the new placement").isGreaterThan(0.6));
-    assertThat(metric("moemesh_expert_shard_tokens{shard=\"0\"")).isEqualTo(8 * 64);
-    assertThat(metric("moemesh_expert_shard_tokens{shard=\"1\"")).isZero();
+    assertThat(metric("moemesh_expert_shard_tokens{shard=\"0\"}")).isEqualTo(8 * 64);
+    assertThat(metric("moemesh_expert_shard_tokens{shard=\"1\"}")).isZero();
   }
 
   @Test
@@ -107,11 +108,11 @@ class BalancerLoopTest {
   void aShardThatCannotPrepareLeavesTheActivePlacementUntilItCan() {
     long before = info().getActivePlacement().getVersion();
     Placement active = PlacementTables.fromProto(info().getActivePlacement(), ExpertWeights.numLayers(config));
-    double failures = metric("moemesh_expert_balancer_rounds_total{outcome=\"failed\"");
+    double failures = metric("moemesh_expert_balancer_rounds_total{outcome=\"failed\"}");
     FakePeerShard.failPrepare = true;
     try {
       send(onlyOnShard0(active), 40, active.version()); // a new hot expert: the balancer wants to move experts again
-      await().atMost(TIMEOUT).until(() -> metric("moemesh_expert_balancer_rounds_total{outcome=\"failed\"") > failures);
+      await().atMost(TIMEOUT).until(() -> metric("moemesh_expert_balancer_rounds_total{outcome=\"failed\"}") > failures);
       assertThat(info().getActivePlacement().getVersion()).as("still the placement every shard holds").isEqualTo(before);
     } finally {
       FakePeerShard.failPrepare = false;
@@ -119,7 +120,7 @@ class BalancerLoopTest {
     await().atMost(TIMEOUT).until(() -> info().getActivePlacement().getVersion() > before);
     long now = info().getActivePlacement().getVersion();
     assertThat(FakePeerShard.prepared).extracting(PlacementTable::getVersion).contains(now);
-    assertThat(metric("moemesh_expert_balancer_rounds_total{outcome=\"repaired\"")).isGreaterThanOrEqualTo(1);
+    assertThat(metric("moemesh_expert_balancer_rounds_total{outcome=\"repaired\"}")).isGreaterThanOrEqualTo(1);
   }
 
   private ExpertServiceInfo info() {
@@ -156,10 +157,9 @@ class BalancerLoopTest {
     return WireTensors.ints(values);
   }
 
-  /** The sum of the /q/metrics samples whose line starts with {@code prefix}; NaN when none does. */
-  static double metric(String prefix) {
-    return get("/q/metrics").asString().lines().filter(l -> l.startsWith(prefix) && (l.charAt(prefix.length()) == ' '
-        || l.charAt(prefix.length()) == '{' || l.charAt(prefix.length()) == ',' || l.charAt(prefix.length()) == '}'))
-        .mapToDouble(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).reduce(Double::sum).orElse(Double.NaN);
+  /** The sum of the /q/metrics samples {@code series} names; NaN when there is none. */
+  static double metric(String series) {
+    Scrape scrape = Scrape.parse(get("/q/metrics").asString());
+    return scrape.samples(series).isEmpty() ? Double.NaN : scrape.sum(series);
   }
 }

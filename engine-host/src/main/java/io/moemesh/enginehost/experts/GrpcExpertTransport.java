@@ -7,7 +7,6 @@ import io.grpc.StatusRuntimeException;
 import io.grpc.stub.StreamObserver;
 import io.moemesh.engine.experts.ExpertOutputs;
 import io.moemesh.engine.experts.ExpertTransport;
-import io.moemesh.enginehost.ExpertsSettings;
 import io.moemesh.enginehost.telemetry.StepTracing;
 import io.moemesh.enginehost.wire.WireDTypes;
 import io.moemesh.kernels.Tensor;
