@@ -3,8 +3,8 @@ package io.moemesh.bench;
 import io.moemesh.kernels.Kernels;
 import io.moemesh.kernels.Tensor;
 import io.moemesh.kernels.TensorArena;
+import io.moemesh.model.LocalExperts;
 import io.moemesh.model.moe.ExpertBackend;
-import io.moemesh.model.moe.LocalExperts;
 import io.moemesh.model.moe.Routing;
 
 /**

@@ -23,7 +23,7 @@ import jakarta.inject.Singleton;
 @GlobalInterceptor
 public class DecodeTracing extends EngineCallTracing<GenerateRequest, GenerateResponse> {
   DecodeTracing(Tracer tracer, EngineHost host, StepTracing steps) {
-    super(tracer, DecodeGrpc.getGenerateMethod(), "decode", host, steps);
+    super(tracer, DecodeGrpc.getGenerateMethod(), "decode", host::modelName, steps);
   }
 
   @Override

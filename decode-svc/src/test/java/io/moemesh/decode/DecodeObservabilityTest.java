@@ -5,7 +5,7 @@ import static io.moemesh.decode.DecodeServiceTest.prompt;
 import static io.moemesh.decode.DecodeServiceTest.request;
 import static io.moemesh.telemetry.testing.InMemorySpans.awaitSpan;
 import static io.moemesh.telemetry.testing.InMemorySpans.named;
-import static io.moemesh.enginehost.testing.Scrape.metric;
+import static io.moemesh.telemetry.testing.Scrape.metric;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 

@@ -9,7 +9,6 @@ import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.moemesh.engine.GenerationRequest;
 import io.moemesh.engine.LoadedEngine;
-import io.moemesh.enginehost.testing.Scrape;
 import io.moemesh.enginehost.testing.TinyCheckpointResource;
 import io.moemesh.model.sampling.SamplingParams;
 import io.moemesh.proto.common.v1.FinishReason;
@@ -20,6 +19,7 @@ import io.moemesh.proto.decode.v1.GenerateRequest;
 import io.moemesh.proto.decode.v1.GenerateResponse;
 import io.moemesh.proto.decode.v1.LoadFailurePolicy;
 import io.moemesh.proto.prefill.v1.KvTicket;
+import io.moemesh.telemetry.testing.Scrape;
 import io.quarkus.grpc.GrpcClient;
 import io.quarkus.test.common.QuarkusTestResource;
 import io.quarkus.test.junit.QuarkusTest;
@@ -145,10 +145,9 @@ class DecodeServiceTest {
     assertThat(metrics).contains("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
         "vllm:prompt_tokens_total", "vllm:generation_tokens_total", "vllm:num_preemptions_total",
         "vllm:time_to_first_token_seconds_bucket", "vllm:inter_token_latency_seconds_bucket", "vllm:e2e_request_latency_seconds_bucket");
-    assertThat(metrics.lines().filter(l -> l.startsWith("vllm:request_success_total{") && l.contains("finished_reason=\"length\""))
-        .mapToDouble(l -> Scrape.sampleValue(l)).sum()).isGreaterThanOrEqualTo(1);
-    assertThat(metrics.lines().filter(l -> l.startsWith("vllm:inter_token_latency_seconds_count"))
-        .mapToDouble(l -> Scrape.sampleValue(l)).sum()).as("4 gaps between 5 tokens").isGreaterThanOrEqualTo(4);
+    Scrape scrape = Scrape.parse(metrics);
+    assertThat(scrape.sum("vllm:request_success_total{finished_reason=\"length\"}")).isGreaterThanOrEqualTo(1);
+    assertThat(scrape.sum("vllm:inter_token_latency_seconds_count")).as("4 gaps between 5 tokens").isGreaterThanOrEqualTo(4);
   }
 
   @Test

@@ -3,9 +3,9 @@ package io.moemesh.decode;
 import static io.moemesh.decode.DecodeServiceTest.TIMEOUT;
 import static io.moemesh.decode.DecodeServiceTest.prompt;
 import static io.moemesh.decode.DecodeServiceTest.request;
-import static io.moemesh.enginehost.testing.Scrape.metric;
 import static io.moemesh.telemetry.testing.InMemorySpans.awaitSpan;
 import static io.moemesh.telemetry.testing.InMemorySpans.named;
+import static io.moemesh.telemetry.testing.Scrape.metric;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -19,6 +19,7 @@ import io.moemesh.proto.common.v1.SampledToken;
 import io.moemesh.proto.common.v1.Usage;
 import io.moemesh.proto.decode.v1.Decode;
 import io.moemesh.proto.decode.v1.GenerateResponse;
+import io.moemesh.telemetry.testing.Scrape;
 import io.opentelemetry.sdk.testing.exporter.InMemorySpanExporter;
 import io.opentelemetry.sdk.trace.data.SpanData;
 import io.quarkus.grpc.GrpcClient;
@@ -89,8 +90,7 @@ class DecodeSpeculationTest {
     double atSecond = metric(HTTP_PORT, "vllm:spec_decode_num_accepted_tokens_per_pos_total{model_name=\"tiny\",position=\"1\"}");
     assertThat(atFirst + atSecond).as("acceptance by position adds up").isEqualTo(metric(HTTP_PORT, "vllm:spec_decode_num_accepted_tokens_total"));
     assertThat(atSecond).as("acceptance is a prefix").isLessThanOrEqualTo(atFirst);
-    String body = java.net.http.HttpClient.newHttpClient().send(java.net.http.HttpRequest.newBuilder(
-        java.net.URI.create("http://localhost:" + HTTP_PORT + "/q/metrics")).build(), java.net.http.HttpResponse.BodyHandlers.ofString()).body();
+    String body = Scrape.of(HTTP_PORT).text();
     assertThat(body).contains("vllm:spec_decode_num_accepted_tokens_per_pos_total{model_name=\"tiny\",position=\"1\"}")
         .doesNotContain("vllm:spec_decode_num_accepted_tokens_per_pos_total{model_name=\"tiny\",position=\"2\"}");
 

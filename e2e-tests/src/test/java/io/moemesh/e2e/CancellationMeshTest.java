@@ -28,6 +28,7 @@ import io.moemesh.proto.kvstore.v1.KvStoreGrpc;
 import io.moemesh.proto.prefill.v1.KvTicket;
 import io.moemesh.proto.prefill.v1.PrefillGrpc;
 import io.moemesh.proto.prefill.v1.PrefillRequest;
+import io.moemesh.telemetry.testing.Scrape;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.net.Socket;
@@ -127,11 +128,11 @@ class CancellationMeshTest {
   /** (a) before prefill starts, (b) queued in prefill's engine, (c) mid-prefill with the put stream open. */
   @Test
   void clientsLeavingBeforeAndDuringPrefillLeaveNothingBehind() throws Exception {
-    Scrape p0 = Scrape.of(prefill), d0 = Scrape.of(decode), k0 = Scrape.of(kvStore), g0 = Scrape.of(gateway);
+    Scrape p0 = prefill.scrape(), d0 = decode.scrape(), k0 = kvStore.scrape(), g0 = gateway.scrape();
     List<Socket> clients = new ArrayList<>();
     for (int i = 0; i < 5; i++) clients.add(stream("pre-" + i, prompt(200 + i, 480), 8, List.of()));
     await().atMost(TIMEOUT).pollInterval(Duration.ofMillis(10)).until(() -> {
-      Scrape p = Scrape.of(prefill), k = Scrape.of(kvStore);
+      Scrape p = prefill.scrape(), k = kvStore.scrape();
       return p.value("vllm:num_requests_running") == 1 && p.value("vllm:num_requests_waiting") == 4 // (c) and 4 × (b)
           && k.value("moemesh_kvstore_objects{state=\"writing\"}") == 5
           && k.delta(k0, "moemesh_kvstore_put_bytes_total") > 0; // the running one's layers are streaming
@@ -140,26 +141,26 @@ class CancellationMeshTest {
     for (Socket c : clients) c.close();
 
     awaitIdle(PROMPTLY);
-    Scrape p = Scrape.of(prefill), k = Scrape.of(kvStore);
+    Scrape p = prefill.scrape(), k = kvStore.scrape();
     double aborted = p.delta(p0, "vllm:request_success_total{finished_reason=\"abort\",model_name=\"tiny\"}");
     assertThat(aborted).as("the 5 queued or running, and the 6th if it reached the engine").isBetween(5.0, 6.0);
     assertThat(p.delta(p0, "vllm:time_to_first_token_seconds_count")).as("no prefill reached its first token").isZero();
-    assertThat(Scrape.of(decode).delta(d0, "vllm:e2e_request_latency_seconds_count")).as("decode never saw one").isZero();
+    assertThat(decode.scrape().delta(d0, "vllm:e2e_request_latency_seconds_count")).as("decode never saw one").isZero();
     assertThat(k.delta(k0, "moemesh_kvstore_puts_total{outcome=\"committed\"}")).isZero();
     assertThat(k.delta(k0, "moemesh_kvstore_puts_total{outcome=\"revoked\"}") + k.delta(k0, "moemesh_kvstore_puts_total{outcome=\"failed\"}"))
         .as("every object opened was dropped").isEqualTo(aborted);
-    assertThat(Scrape.of(gateway).delta(g0, "moemesh_gateway_requests_total{endpoint=\"completion\",status=\"499\"}")).isEqualTo(6);
+    assertThat(gateway.scrape().delta(g0, "moemesh_gateway_requests_total{endpoint=\"completion\",status=\"499\"}")).isEqualTo(6);
   }
 
   /** (d) a ticket nobody redeems (the gateway died between the legs): the object ends with its lease. */
   @Test
   void anUnredeemedTicketExpiresWithItsLease() {
-    Scrape k0 = Scrape.of(kvStore);
+    Scrape k0 = kvStore.scrape();
     var prefilled = PrefillGrpc.newBlockingStub(prefillChannel).withDeadlineAfter(60, TimeUnit.SECONDS).prefill(PrefillRequest.newBuilder()
         .setRequestId("orphan").addAllPromptTokenIds(ids(prompt(31, 24))).setSampling(IGNORE_EOS).build());
     assertThat(prefilled.hasTicket()).isTrue();
     assertThat(storeSays("orphan")).isEqualTo("live");
-    await().atMost(TIMEOUT).until(() -> Scrape.of(kvStore).delta(k0, "moemesh_kvstore_expired_total") == 1);
+    await().atMost(TIMEOUT).until(() -> kvStore.scrape().delta(k0, "moemesh_kvstore_expired_total") == 1);
     assertThat(storeSays("orphan")).contains("does not exist");
   }
 
@@ -190,12 +191,12 @@ class CancellationMeshTest {
     Context.CancellableContext blocker = loadingFromTheStuckStore("stuck-2");
     try (Socket client = stream("queued", prompt(51, 30), 8, List.of())) {
       String key = meshId(firstEvent(client)); // the prefill's token streams before decode queues the request
-      await().atMost(TIMEOUT).until(() -> Scrape.of(decode).value("vllm:num_requests_waiting") == 2);
+      await().atMost(TIMEOUT).until(() -> decode.scrape().value("vllm:num_requests_waiting") == 2);
       assertThat(storeSays(key)).isEqualTo("live");
       client.close();
       await().atMost(PROMPTLY).until(() -> storeSays(key).contains("was released"));
     }
-    await().atMost(PROMPTLY).until(() -> Scrape.of(decode).value("vllm:num_requests_waiting") == 1);
+    await().atMost(PROMPTLY).until(() -> decode.scrape().value("vllm:num_requests_waiting") == 1);
     blocker.cancel(null);
     awaitIdle(PROMPTLY);
   }
@@ -203,15 +204,15 @@ class CancellationMeshTest {
   /** Decode keeps a queued request's object alive past its lease, and the request completes with the right text. */
   @Test
   void aRequestQueuedAtDecodeLongerThanItsLeaseStillFindsItsObject() throws Exception {
-    Scrape k0 = Scrape.of(kvStore);
+    Scrape k0 = kvStore.scrape();
     Context.CancellableContext blocker = loadingFromTheStuckStore("stuck-3");
     int[] p = prompt(61, 30);
     var answer = HttpClient.newHttpClient().sendAsync(completion("patient", p, 8, List.of(), false), HttpResponse.BodyHandlers.ofString());
-    await().atMost(TIMEOUT).until(() -> Scrape.of(decode).value("vllm:num_requests_waiting") == 2);
+    await().atMost(TIMEOUT).until(() -> decode.scrape().value("vllm:num_requests_waiting") == 2);
     // committed before decode queued it, so its 2 s lease would have ended (and the 1 s reaper run) within this
     // the one object in kv-store (the blocker's ticket names the stuck store)
     await().during(LEASE.plusSeconds(3)).atMost(LEASE.plusSeconds(30))
-        .until(() -> Scrape.of(kvStore).value("moemesh_kvstore_objects{state=\"live\"}") == 1);
+        .until(() -> kvStore.scrape().value("moemesh_kvstore_objects{state=\"live\"}") == 1);
     blocker.cancel(null);
     var response = answer.get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
     assertThat(response.statusCode()).as(response.body()).isEqualTo(200);
@@ -219,7 +220,7 @@ class CancellationMeshTest {
     assertThat(new com.fasterxml.jackson.databind.ObjectMapper().readTree(response.body()).at("/choices/0/text").asText())
         .isEqualTo(tokenizer.decode(expected, true));
     assertThat(storeSays(meshId(response.body()))).contains("was released");
-    assertThat(Scrape.of(kvStore).delta(k0, "moemesh_kvstore_expired_total")).isZero();
+    assertThat(kvStore.scrape().delta(k0, "moemesh_kvstore_expired_total")).isZero();
     awaitIdle(PROMPTLY);
   }
 
@@ -305,7 +306,7 @@ class CancellationMeshTest {
       List<String> events = new java.util.ArrayList<>();
       for (String line; events.size() < 5 && (line = in.readLine()) != null; ) if (line.startsWith("data: ")) events.add(line);
       assertThat(events).hasSize(5);
-      assertThat(Scrape.of(decode).value("vllm:num_requests_running")).isOne();
+      assertThat(decode.scrape().value("vllm:num_requests_running")).isOne();
       key = meshId(events.getFirst().substring("data: ".length()));
     }
     awaitIdle(PROMPTLY);
@@ -330,7 +331,7 @@ class CancellationMeshTest {
       @Override public void onCompleted() {}
     }));
     await().atMost(TIMEOUT).until(() -> {
-      Scrape d = Scrape.of(decode);
+      Scrape d = decode.scrape();
       return d.value("vllm:num_requests_waiting") == 1 && d.value("vllm:kv_cache_usage_perc") > 0; // WAITING_FOR_REMOTE_KV
     });
     return call;
@@ -340,11 +341,11 @@ class CancellationMeshTest {
   static void awaitIdle(Duration timeout) {
     await().atMost(timeout).pollInterval(Duration.ofMillis(50)).untilAsserted(() -> {
       for (ServiceProcess engine : List.of(prefill, decode)) {
-        Scrape s = Scrape.of(engine);
+        Scrape s = engine.scrape();
         assertThat(s.value("vllm:num_requests_running") + s.value("vllm:num_requests_waiting")).as(engine.name + " requests").isZero();
         assertThat(s.value("vllm:kv_cache_usage_perc")).as(engine.name + " pages").isZero();
       }
-      Scrape k = Scrape.of(kvStore);
+      Scrape k = kvStore.scrape();
       for (String state : List.of("writing", "live", "pinned"))
         assertThat(k.value("moemesh_kvstore_objects{state=\"" + state + "\"}")).as("kv-store objects " + state).isZero();
     });
@@ -421,26 +422,5 @@ class CancellationMeshTest {
 
   static List<Integer> ids(int[] tokens) {
     return IntStream.of(tokens).boxed().toList();
-  }
-
-  /** One scrape of a service's /q/metrics. */
-  record Scrape(String text) {
-    static Scrape of(ServiceProcess p) {
-      try {
-        return new Scrape(DisaggregatedMeshTest.metrics(p));
-      } catch (Exception e) {
-        throw new IllegalStateException("no metrics from " + p.name, e);
-      }
-    }
-
-    /** The sample named exactly (with its labels, in Prometheus' order); 0 when absent (a counter never incremented). */
-    double value(String series) {
-      return text.lines().filter(l -> l.startsWith(series + " ") || !series.contains("{") && l.startsWith(series + "{"))
-          .mapToDouble(l -> ServiceProcess.sampleValue(l)).findFirst().orElse(0);
-    }
-
-    double delta(Scrape before, String series) {
-      return value(series) - before.value(series);
-    }
   }
 }

@@ -20,6 +20,7 @@ import io.moemesh.proto.kvstore.v1.StatsRequest;
 import io.moemesh.proto.prefill.v1.PrefillGrpc;
 import io.moemesh.proto.prefill.v1.PrefillRequest;
 import io.moemesh.proto.prefill.v1.PrefillResponse;
+import io.moemesh.telemetry.testing.Scrape;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.net.URI;
@@ -184,8 +185,7 @@ class DisaggregatedMeshTest {
   }
 
   static double receivedKvBytes(ServiceProcess p) throws Exception {
-    return metrics(p).lines().filter(l -> l.startsWith("moemesh_kv_transfer_bytes_total{") && l.contains("direction=\"received\""))
-        .mapToDouble(ServiceProcess::sampleValue).sum();
+    return p.scrape().sum("moemesh_kv_transfer_bytes_total{direction=\"received\"}");
   }
 
   @Test
@@ -256,12 +256,11 @@ class DisaggregatedMeshTest {
   }
 
   static double putBytes(ServiceProcess store) throws Exception {
-    return metrics(store).lines().filter(l -> l.startsWith("moemesh_kvstore_put_bytes_total")).mapToDouble(ServiceProcess::sampleValue).sum();
+    return store.scrape().sum("moemesh_kvstore_put_bytes_total");
   }
 
   static double committedPuts(ServiceProcess store) throws Exception {
-    return metrics(store).lines().filter(l -> l.startsWith("moemesh_kvstore_puts_total{") && l.contains("outcome=\"committed\""))
-        .mapToDouble(ServiceProcess::sampleValue).sum();
+    return store.scrape().sum("moemesh_kvstore_puts_total{outcome=\"committed\"}");
   }
 
   /** Live objects over both stores. */
@@ -285,9 +284,9 @@ class DisaggregatedMeshTest {
       assertThat(events).isEqualTo(3);
     } // closing the body mid-stream drops the connection
     long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-    String metrics = "";
+    Scrape metrics = decode.scrape();
     while (System.nanoTime() < deadline) {
-      metrics = metrics(decode);
+      metrics = decode.scrape();
       if (gauge(metrics, "vllm:num_requests_running") == 0 && gauge(metrics, "vllm:kv_cache_usage_perc") == 0) break;
       Thread.onSpinWait();
     }
@@ -352,14 +351,9 @@ class DisaggregatedMeshTest {
         && trace.stream().allMatch(s -> s.parentSpanId().equals(clientSpan) || ids.contains(s.parentSpanId()));
   }
 
-  static String metrics(ServiceProcess p) throws Exception {
-    return p.metrics();
-  }
-
-  /** The value of a metric without labels (or the first series of it) in Prometheus text. */
-  static double gauge(String metrics, String name) {
-    return metrics.lines().filter(l -> l.startsWith(name + " ") || l.startsWith(name + "{")).findFirst()
-        .map(l -> ServiceProcess.sampleValue(l)).orElseThrow(() -> new AssertionError(name + " not exported"));
+  /** The value of a metric without labels (or the first series of it). */
+  static double gauge(Scrape metrics, String name) {
+    return metrics.find(name).orElseThrow(() -> new AssertionError(name + " not exported"));
   }
 
   @Test

@@ -114,16 +114,6 @@ final class MetricReferences {
     }
   }
 
-  /** The series names and metric families a {@code /q/metrics} page exports. */
-  static Set<String> exported(String prometheusText) {
-    Set<String> out = new LinkedHashSet<>();
-    for (String line : prometheusText.lines().toList()) {
-      if (line.startsWith("# TYPE ")) out.add(line.split(" ")[2]);
-      else if (!line.isBlank() && !line.startsWith("#")) out.add(line.split("[{ ]", 2)[0]);
-    }
-    return out;
-  }
-
   /** The references no stage's export answers, as readable lines; empty when deploy/k8s is honest. */
   static List<String> unanswered(List<Reference> references, Map<String, Set<String>> exportedByStage) {
     List<String> out = new ArrayList<>();

@@ -6,13 +6,13 @@ import static org.awaitility.Awaitility.await;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import io.moemesh.e2e.CancellationMeshTest.Scrape;
 import io.moemesh.engine.GenerationRequest;
 import io.moemesh.engine.KvConnector;
 import io.moemesh.engine.LoadedEngine;
 import io.moemesh.enginehost.ConfigMappings;
 import io.moemesh.model.sampling.SamplingParams;
 import io.moemesh.model.tokenizer.Tokenizer;
+import io.moemesh.telemetry.testing.Scrape;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -93,13 +93,13 @@ class MigrationMeshTest {
   @Test
   @Order(1)
   void killingADecodeReplicaMidStreamLosesNoStream() throws Exception {
-    Scrape g0 = Scrape.of(gateway);
+    Scrape g0 = gateway.scrape();
     List<Sse> streams = startStreams("kill", 300, STREAMS);
     awaitAllStreaming(streams, decodeA, decodeB);
     long killedAt = System.nanoTime();
     decodeA.kill();
     for (Sse s : streams) s.result.get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
-    Scrape g = Scrape.of(gateway);
+    Scrape g = gateway.scrape();
     double migrated = g.delta(g0, "moemesh_gateway_migrations_total{reason=\"unavailable\"}")
         + g.delta(g0, "moemesh_gateway_migrations_total{reason=\"incomplete\"}");
     assertThat(migrated).as("streams continued on the other replica").isPositive();
@@ -118,7 +118,7 @@ class MigrationMeshTest {
   @Order(2)
   void sigtermDrainsADecodeReplicaAndItsStreamsFinishElsewhere() throws Exception {
     awaitRoutable(decodeA);
-    Scrape g0 = Scrape.of(gateway);
+    Scrape g0 = gateway.scrape();
     List<Sse> streams = startStreams("drain", 400, STREAMS);
     awaitAllStreaming(streams, decodeA, decodeB);
     long sigterm = System.nanoTime();
@@ -128,7 +128,7 @@ class MigrationMeshTest {
     long exitMs = (System.nanoTime() - sigterm) / 1_000_000;
     System.out.printf("SIGTERM of a decode replica (drain timeout %d ms): exited after %d ms%n", DRAIN_TIMEOUT.toMillis(), exitMs);
     assertEveryStreamMatchesOneEngine(streams, 400);
-    Scrape g = Scrape.of(gateway);
+    Scrape g = gateway.scrape();
     double drained = g.delta(g0, "moemesh_gateway_migrations_total{reason=\"drain\"}");
     double other = g.delta(g0, "moemesh_gateway_migrations_total{reason=\"unavailable\"}")
         + g.delta(g0, "moemesh_gateway_migrations_total{reason=\"incomplete\"}");
@@ -188,7 +188,7 @@ class MigrationMeshTest {
     await().atMost(TIMEOUT).pollInterval(Duration.ofMillis(5)).until(() -> streams.stream().allMatch(s -> s.chunks.get() >= 3 || s.done()));
     assertThat(streams).as("none finished before the replica goes").noneMatch(Sse::done);
     for (ServiceProcess replica : replicas)
-      assertThat(Scrape.of(replica).value("vllm:num_requests_running")).as(replica.name + " runs streams").isPositive();
+      assertThat(replica.scrape().value("vllm:num_requests_running")).as(replica.name + " runs streams").isPositive();
   }
 
   /**

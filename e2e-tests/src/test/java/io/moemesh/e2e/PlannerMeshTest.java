@@ -6,6 +6,7 @@ import static org.awaitility.Awaitility.await;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.moemesh.telemetry.testing.Scrape;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -249,7 +250,7 @@ class PlannerMeshTest {
     try {
       String text = PROBE.send(HttpRequest.newBuilder(URI.create("http://localhost:" + httpPort + "/q/metrics")).timeout(Duration.ofSeconds(10)).build(),
           HttpResponse.BodyHandlers.ofString()).body();
-      return text.lines().filter(l -> l.startsWith("vllm:request_success_total")).mapToDouble(ServiceProcess::sampleValue).sum();
+      return Scrape.parse(text).sum("vllm:request_success_total");
     } catch (IOException e) {
       return 0;
     } catch (InterruptedException e) {
@@ -259,6 +260,6 @@ class PlannerMeshTest {
   }
 
   private static double plannerSeries(String series) throws Exception {
-    return planner.metrics().lines().filter(l -> l.startsWith(series + " ")).mapToDouble(ServiceProcess::sampleValue).findFirst().orElseThrow();
+    return planner.scrape().find(series).orElseThrow(() -> new AssertionError("the planner exports no " + series));
   }
 }

@@ -1,5 +1,6 @@
 package io.moemesh.e2e;
 
+import io.moemesh.telemetry.testing.Scrape;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.net.URI;
@@ -94,6 +95,18 @@ final class ServiceProcess implements AutoCloseable {
         HttpResponse.BodyHandlers.ofString()).body();
   }
 
+  /** One scrape of its {@code /q/metrics}, parsed; an IllegalStateException naming the service if it does not answer (so awaits can poll it). */
+  Scrape scrape() {
+    try {
+      return Scrape.parse(metrics());
+    } catch (IOException e) {
+      throw new IllegalStateException("no metrics from " + name, e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted while scraping " + name, e);
+    }
+  }
+
   private static final HttpClient SCRAPER = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
       .connectTimeout(Duration.ofSeconds(10)).build();
 
@@ -181,13 +194,4 @@ final class ServiceProcess implements AutoCloseable {
     if (!process.waitFor(20, java.util.concurrent.TimeUnit.SECONDS)) process.destroyForcibly().waitFor();
   }
 
-  /**
-   * The value of one line of a service's {@code /q/metrics}, {@code name{labels} value [# exemplar]}. A traced service's
-   * samples carry exemplars (trace id, value, timestamp): the value is the token after the series, not the last one.
-   */
-  static double sampleValue(String line) {
-    int space = line.indexOf(' '), brace = line.indexOf('{');
-    String rest = line.substring(brace >= 0 && brace < space ? line.indexOf('}', brace) + 1 : space).stripLeading();
-    return Double.parseDouble(rest.split(" ", 2)[0]);
-  }
 }

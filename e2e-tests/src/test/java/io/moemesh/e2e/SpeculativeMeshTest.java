@@ -113,7 +113,7 @@ class SpeculativeMeshTest {
   @Test
   void greedyOutputThroughASpeculatingPdPairIsTheOneOfAPlainEngine() throws Exception {
     int mainLayers = ModelConfigReader.read(model.resolve("config.json")).numHiddenLayers();
-    double draftsBefore = ServiceProcess.sampleValue(metricLine(decode, "vllm:spec_decode_num_drafts_total"));
+    double draftsBefore = metric(decode, "vllm:spec_decode_num_drafts_total");
     for (int i = 0; i < 3; i++) {
       int[] p = prompt(70 + i, 20 + 13 * i);
       Decoded d = prefillAndDecode(decodeChannel, "spec-" + i, p, 14);
@@ -122,7 +122,7 @@ class SpeculativeMeshTest {
       assertThat(d.prefilled().getDraftTokenIdsList()).as("the prefill's drafts after its first token").hasSize(2);
       assertThat(d.last().getUsage().getDraftTokens()).as("drafts verified from the first decode step").isGreaterThanOrEqualTo(2);
     }
-    double drafts = ServiceProcess.sampleValue(metricLine(decode, "vllm:spec_decode_num_drafts_total")) - draftsBefore;
+    double drafts = metric(decode, "vllm:spec_decode_num_drafts_total") - draftsBefore;
     assertThat(drafts).as("the decode replica's verifications").isGreaterThanOrEqualTo(3);
   }
 
@@ -134,8 +134,7 @@ class SpeculativeMeshTest {
     assertThat(d.last().getUsage().getDraftTokens()).isZero();
   }
 
-  private static String metricLine(ServiceProcess service, String name) throws Exception {
-    return service.metrics().lines().filter(l -> l.startsWith(name + " ") || l.startsWith(name + "{")).findFirst()
-        .orElseThrow(() -> new AssertionError(service.name + " exports no " + name));
+  private static double metric(ServiceProcess service, String name) {
+    return service.scrape().find(name).orElseThrow(() -> new AssertionError(service.name + " exports no " + name));
   }
 }

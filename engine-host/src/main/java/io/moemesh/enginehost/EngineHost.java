@@ -9,6 +9,7 @@ import io.moemesh.engine.KvConnector;
 import io.moemesh.engine.LoadedEngine;
 import io.moemesh.engine.experts.DispatchingExperts;
 import io.moemesh.engine.experts.ExpertTransport;
+import io.moemesh.enginehost.experts.ExpertsSettings;
 import io.moemesh.enginehost.experts.GrpcExpertTransport;
 import io.moemesh.enginehost.experts.PlacementWatcher;
 import io.moemesh.enginehost.telemetry.ExpertRetries;
@@ -24,7 +25,6 @@ import io.quarkus.runtime.StartupEvent;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.event.Observes;
 import jakarta.inject.Inject;
-import java.util.Optional;
 import java.util.concurrent.atomic.AtomicReference;
 import org.jboss.logging.Logger;
 
@@ -45,12 +45,14 @@ public class EngineHost {
   @Inject EngineConfig engineConfig;
   @Inject ExpertsConfig expertsConfig;
   @Inject StepTracing steps;
+  @Inject PlacementWatcher placementWatcher;
   private volatile ExpertTransport transport; // the links to expert services, when the experts are remote
   private volatile DispatchingExperts dispatching; // the MoE layers' experts, when they are remote
 
   void start(@Observes StartupEvent event) {
     EngineSettings settings = engineConfig.settings();
     ExpertsSettings experts = expertsConfig.settings();
+    placementWatcher.start(experts, expertsConfig.placementPoll());
     Thread.ofPlatform().name("engine-load").start(() -> {
       try {
         long start = System.nanoTime();
@@ -58,6 +60,7 @@ public class EngineHost {
         Gauge.builder("moemesh_kernels_info", () -> 1).description("The kernels' instruction-set path (label path), 1")
             .tag("path", engine.kernels().path()).tag("threads", Integer.toString(settings.threads())).register(registry);
         loaded.set(engine);
+        if (dispatching != null) placementWatcher.follow(dispatching);
         LOG.infof("engine ready: %s (%s, experts %s, kernels %s) in %.1f s", settings.modelDir(), settings.precision(),
             experts.routedRemote() ? "on " + experts.shards().size() + " shards, shared " + (experts.sharedRemote() ? "remote" : "local") : "local",
             engine.kernels().name(), (System.nanoTime() - start) / 1e9);
@@ -110,13 +113,14 @@ public class EngineHost {
         .asRuntimeException();
   }
 
-  /** The remote experts of the running engine ({@code moemesh.experts.routed=remote}), e.g. to switch placements. */
-  public Optional<DispatchingExperts> dispatchingExperts() {
-    return isReady() ? Optional.ofNullable(dispatching) : Optional.empty();
-  }
-
   public Engine engine() {
     return loaded().engine();
+  }
+
+  /** The served model's name ({@code gen_ai.request.model} on the engine's spans), "unknown" while it loads. */
+  public String modelName() {
+    LoadedEngine e = loaded.get();
+    return e != null ? e.model().modelId() : "unknown";
   }
 
   public boolean isReady() {

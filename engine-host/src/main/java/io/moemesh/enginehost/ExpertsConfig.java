@@ -1,6 +1,7 @@
 package io.moemesh.enginehost;
 
 import io.moemesh.enginehost.ConfigConverters.NonNegative;
+import io.moemesh.enginehost.experts.ExpertsSettings;
 import io.smallrye.config.ConfigMapping;
 import io.smallrye.config.WithConverter;
 import io.smallrye.config.WithDefault;

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.moemesh.engine.EngineSettings;
 import io.moemesh.engine.SchedulerConfig;
+import io.moemesh.enginehost.experts.ExpertsSettings;
 import io.moemesh.kernels.KernelBackend;
 import io.moemesh.model.Precision;
 import java.nio.file.Path;

@@ -14,6 +14,7 @@ import io.moemesh.model.moe.balance.ExpertLoad;
 import io.moemesh.proto.expert.v1.CombineFrame;
 import io.moemesh.proto.expert.v1.DispatchFrame;
 import io.moemesh.proto.expert.v1.SharedFrame;
+import io.moemesh.proto.tensor.WireTensors;
 import io.opentelemetry.api.trace.Span;
 import io.opentelemetry.context.Scope;
 import io.quarkus.runtime.ShutdownEvent;
@@ -150,13 +151,13 @@ public class ExpertHost {
       if (config.role() != ExpertConfig.Role.ROUTED) throw new IllegalArgumentException("this is a shared-expert service: send SharedFrames");
       Held h = held();
       lastFrameNanos.put(frame.getPlacementVersion(), System.nanoTime());
-      Tensor hidden = WireTensors.read(frame.getHidden(), "hidden", 2, scratch);
-      Tensor scales = frame.hasScales() ? WireTensors.read(frame.getScales(), "scales", DType.F32, 1, scratch) : null;
+      Tensor hidden = KernelTensors.read(frame.getHidden(), "hidden", 2, scratch);
+      Tensor scales = frame.hasScales() ? KernelTensors.read(frame.getScales(), "scales", DType.F32, 1, scratch) : null;
       checkLayer(frame.getLayerId(), hidden);
-      var groups = new ExpertDispatch.Groups(WireTensors.ints(frame.getExperts(), "experts", scratch),
-          WireTensors.ints(frame.getExpertEnds(), "expert_ends", scratch));
+      var groups = new ExpertDispatch.Groups(WireTensors.readInts(frame.getExperts(), "experts"),
+          WireTensors.readInts(frame.getExpertEnds(), "expert_ends"));
       var dispatch = new ExpertDispatch(frame.getLayerId(), frame.getPlacementVersion(), hidden, scales,
-          groups.expertOffsets(model.nRoutedExperts()), WireTensors.ints(frame.getTokenIndex(), "token_index", scratch));
+          groups.expertOffsets(model.nRoutedExperts()), WireTensors.readInts(frame.getTokenIndex(), "token_index"));
       Tensor out = h.weights().experts().compute(kernels, dispatch, scratch);
       int[] counts = new int[dispatch.numExperts()];
       for (int e = 0; e < counts.length; e++) counts[e] = dispatch.count(e);
@@ -170,7 +171,7 @@ public class ExpertHost {
           frame.getExperts().getData().size() + frame.getExpertEnds().getData().size() + frame.getTokenIndex().getData().size());
       span.setAttribute(FrameSpans.ROWS, (long) dispatch.numAssignments()).setAttribute(FrameSpans.EXPERTS, (long) groups.experts().length)
           .setAttribute(FrameSpans.PLACEMENT_VERSION, frame.getPlacementVersion()).end();
-      return CombineFrame.newBuilder().setSeq(frame.getSeq()).setOutputs(WireTensors.write(out)).build();
+      return CombineFrame.newBuilder().setSeq(frame.getSeq()).setOutputs(KernelTensors.write(out)).build();
     } catch (RuntimeException e) {
       metrics.failed("routed");
       failed("dispatch", frame.getSeq(), frame.getLayerId(), e);
@@ -192,13 +193,13 @@ public class ExpertHost {
     try (TensorArena scratch = TensorArena.confined()) {
       if (config.role() != ExpertConfig.Role.SHARED) throw new IllegalArgumentException("this is a routed-expert shard: send DispatchFrames");
       Held h = held();
-      Tensor hidden = WireTensors.read(frame.getHidden(), "hidden", 2, scratch);
+      Tensor hidden = KernelTensors.read(frame.getHidden(), "hidden", 2, scratch);
       checkLayer(frame.getLayerId(), hidden);
       Tensor out = scratch.allocate(DType.F32, hidden.dim(0), hidden.dim(1));
       var experts = h.weights().experts();
       if (hidden.dtype() == DType.I8) {
         if (!frame.hasScales()) throw new IllegalArgumentException("I8 hidden states need scales");
-        Tensor scales = WireTensors.read(frame.getScales(), "scales", DType.F32, 1, scratch);
+        Tensor scales = KernelTensors.read(frame.getScales(), "scales", DType.F32, 1, scratch);
         if (scales.dim(0) != hidden.dim(0)) throw new IllegalArgumentException(scales.dim(0) + " scales for " + hidden.dim(0) + " tokens");
         if (!experts.sharedIsInt8(frame.getLayerId())) throw new IllegalArgumentException("INT8 hidden states for experts in " + config.precision());
         experts.sharedQuantized(kernels, frame.getLayerId(), out, hidden, scales, scratch);
@@ -215,7 +216,7 @@ public class ExpertHost {
       metrics.frame("shared", frame.getSerializedSize(), hidden.dim(0), System.nanoTime() - start);
       metrics.dispatchParts("shared", frame.getHidden().getData().size(), frame.getScales().getData().size(), 0);
       span.setAttribute(FrameSpans.ROWS, (long) hidden.dim(0)).end();
-      return CombineFrame.newBuilder().setSeq(frame.getSeq()).setOutputs(WireTensors.write(wire)).build();
+      return CombineFrame.newBuilder().setSeq(frame.getSeq()).setOutputs(KernelTensors.write(wire)).build();
     } catch (RuntimeException e) {
       metrics.failed("shared");
       failed("shared", frame.getSeq(), frame.getLayerId(), e);

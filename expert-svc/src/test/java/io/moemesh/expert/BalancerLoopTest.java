@@ -18,6 +18,8 @@ import io.moemesh.proto.expert.v1.Experts;
 import io.moemesh.proto.expert.v1.ExpertServiceInfo;
 import io.moemesh.proto.expert.v1.InfoRequest;
 import io.moemesh.proto.expert.v1.PlacementTable;
+import io.moemesh.proto.tensor.WireTensors;
+import io.moemesh.telemetry.testing.Scrape;
 import io.quarkus.grpc.GrpcClient;
 import io.quarkus.test.junit.QuarkusTest;
 import io.quarkus.test.junit.QuarkusTestProfile;
@@ -93,12 +95,12 @@ class BalancerLoopTest {
     Placement p = PlacementTables.fromProto(active, ExpertWeights.numLayers(config));
     assertThat(p.replicas(layer, hot)).as("the hot expert got the redundant slots").isEqualTo(3);
     assertThat(metric("moemesh_expert_placement_version")).isEqualTo(active.getVersion());
-    assertThat(metric("moemesh_expert_balancer_rounds_total{outcome=\"published\"")).isGreaterThanOrEqualTo(1);
+    assertThat(metric("moemesh_expert_balancer_rounds_total{outcome=\"published\"}")).isGreaterThanOrEqualTo(1);
     assertThat(metric("moemesh_expert_prepared_version")).isGreaterThanOrEqualTo(active.getVersion());
-    await().atMost(TIMEOUT).untilAsserted(() -> assertThat(metric("moemesh_expert_balancedness{placement=\"active\""))
+    await().atMost(TIMEOUT).untilAsserted(() -> assertThat(metric("moemesh_expert_balancedness{placement=\"active\"}"))
         .as("the next rounds measure the window under the new placement").isGreaterThan(0.6));
-    assertThat(metric("moemesh_expert_shard_tokens{shard=\"0\"")).isEqualTo(8 * 64);
-    assertThat(metric("moemesh_expert_shard_tokens{shard=\"1\"")).isZero();
+    assertThat(metric("moemesh_expert_shard_tokens{shard=\"0\"}")).isEqualTo(8 * 64);
+    assertThat(metric("moemesh_expert_shard_tokens{shard=\"1\"}")).isZero();
   }
 
   @Test
@@ -106,11 +108,11 @@ class BalancerLoopTest {
   void aShardThatCannotPrepareLeavesTheActivePlacementUntilItCan() {
     long before = info().getActivePlacement().getVersion();
     Placement active = PlacementTables.fromProto(info().getActivePlacement(), ExpertWeights.numLayers(config));
-    double failures = metric("moemesh_expert_balancer_rounds_total{outcome=\"failed\"");
+    double failures = metric("moemesh_expert_balancer_rounds_total{outcome=\"failed\"}");
     FakePeerShard.failPrepare = true;
     try {
       send(onlyOnShard0(active), 40, active.version()); // a new hot expert: the balancer wants to move experts again
-      await().atMost(TIMEOUT).until(() -> metric("moemesh_expert_balancer_rounds_total{outcome=\"failed\"") > failures);
+      await().atMost(TIMEOUT).until(() -> metric("moemesh_expert_balancer_rounds_total{outcome=\"failed\"}") > failures);
       assertThat(info().getActivePlacement().getVersion()).as("still the placement every shard holds").isEqualTo(before);
     } finally {
       FakePeerShard.failPrepare = false;
@@ -118,7 +120,7 @@ class BalancerLoopTest {
     await().atMost(TIMEOUT).until(() -> info().getActivePlacement().getVersion() > before);
     long now = info().getActivePlacement().getVersion();
     assertThat(FakePeerShard.prepared).extracting(PlacementTable::getVersion).contains(now);
-    assertThat(metric("moemesh_expert_balancer_rounds_total{outcome=\"repaired\"")).isGreaterThanOrEqualTo(1);
+    assertThat(metric("moemesh_expert_balancer_rounds_total{outcome=\"repaired\"}")).isGreaterThanOrEqualTo(1);
   }
 
   private ExpertServiceInfo info() {
@@ -142,25 +144,22 @@ class BalancerLoopTest {
       for (int e = 0; e < config.nRoutedExperts(); e++) offsets[e + 1] = e >= expert ? 64 : 0;
       var groups = ExpertDispatch.Groups.of(offsets);
       for (int f = 0; f < frames; f++)
-        batch.add(DispatchFrame.newBuilder().setSeq(f).setLayerId(layer).setPlacementVersion(version).setHidden(WireTensors.write(hidden))
-            .setScales(WireTensors.write(scales)).setExperts(ints(arena, groups.experts()))
-            .setExpertEnds(ints(arena, groups.ends())).setTokenIndex(ints(arena, IntStream.range(0, 64).toArray()))
+        batch.add(DispatchFrame.newBuilder().setSeq(f).setLayerId(layer).setPlacementVersion(version).setHidden(KernelTensors.write(hidden))
+            .setScales(KernelTensors.write(scales)).setExperts(ints(groups.experts()))
+            .setExpertEnds(ints(groups.ends())).setTokenIndex(ints(IntStream.range(0, 64).toArray()))
             .build());
     }
     List<CombineFrame> answers = experts.dispatch(Multi.createFrom().iterable(batch)).collect().asList().await().atMost(TIMEOUT);
     assertThat(answers).hasSize(frames).allSatisfy(a -> assertThat(a.getError()).isEmpty());
   }
 
-  private static io.moemesh.proto.common.v1.Tensor ints(TensorArena arena, int[] values) {
-    Tensor t = arena.allocate(DType.I32, values.length);
-    for (int i = 0; i < values.length; i++) t.setInt(i, values[i]);
-    return WireTensors.write(t);
+  private static io.moemesh.proto.common.v1.Tensor ints(int[] values) {
+    return WireTensors.ints(values);
   }
 
-  /** The sum of the /q/metrics samples whose line starts with {@code prefix}; NaN when none does. */
-  static double metric(String prefix) {
-    return get("/q/metrics").asString().lines().filter(l -> l.startsWith(prefix) && (l.charAt(prefix.length()) == ' '
-        || l.charAt(prefix.length()) == '{' || l.charAt(prefix.length()) == ',' || l.charAt(prefix.length()) == '}'))
-        .mapToDouble(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).reduce(Double::sum).orElse(Double.NaN);
+  /** The sum of the /q/metrics samples {@code series} names; NaN when there is none. */
+  static double metric(String series) {
+    Scrape scrape = Scrape.parse(get("/q/metrics").asString());
+    return scrape.samples(series).isEmpty() ? Double.NaN : scrape.sum(series);
   }
 }

@@ -26,6 +26,7 @@ import io.moemesh.proto.expert.v1.InfoRequest;
 import io.moemesh.proto.expert.v1.LayerSlots;
 import io.moemesh.proto.expert.v1.PlacementTable;
 import io.moemesh.proto.expert.v1.SharedFrame;
+import io.moemesh.proto.tensor.WireTensors;
 import io.moemesh.telemetry.testing.InMemorySpans;
 import io.opentelemetry.api.trace.Span;
 import io.opentelemetry.api.trace.SpanKind;
@@ -293,15 +294,11 @@ class ExpertsServiceTest {
   private static DispatchFrame frame(long seq, ExpertDispatch d) {
     var groups = ExpertDispatch.Groups.of(d.expertOffsets());
     return DispatchFrame.newBuilder().setSeq(seq).setLayerId(d.layerId()).setPlacementVersion(d.placementVersion())
-        .setHidden(WireTensors.write(d.hidden())).setScales(WireTensors.write(d.scales()))
+        .setHidden(KernelTensors.write(d.hidden())).setScales(KernelTensors.write(d.scales()))
         .setExperts(ints(groups.experts())).setExpertEnds(ints(groups.ends())).setTokenIndex(ints(d.tokenIndex())).build();
   }
 
   private static io.moemesh.proto.common.v1.Tensor ints(int[] values) {
-    try (TensorArena arena = TensorArena.confined()) {
-      Tensor t = arena.allocate(DType.I32, values.length);
-      for (int i = 0; i < values.length; i++) t.setInt(i, values[i]);
-      return WireTensors.write(t);
-    }
+    return WireTensors.ints(values);
   }
 }

@@ -1,11 +1,11 @@
 package io.moemesh.kvstore;
 
-import com.google.protobuf.UnsafeByteOperations;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.moemesh.proto.common.v1.Tensor;
 import io.moemesh.proto.kvstore.v1.GetResponse;
 import io.moemesh.proto.kvstore.v1.LayerRows;
 import io.moemesh.proto.kvstore.v1.ObjectInfo;
+import io.moemesh.proto.tensor.WireTensors;
 import java.time.Duration;
 import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -105,8 +105,7 @@ final class GetStreamer {
     byte[] data = reader.readRows(layerId, tokenStart, rows);
     metrics.getRows(data.length);
     // The array is fresh and never written again: wrap it instead of copying it a second time.
-    Tensor tensor = Tensor.newBuilder().setDtype(ProtoMapping.dtype(layout.dtype())).addShape(rows).addShape(layout.latentDim())
-        .setData(UnsafeByteOperations.unsafeWrap(data)).build();
+    Tensor tensor = WireTensors.wrap(ProtoMapping.dtype(layout.dtype()), data, rows, layout.latentDim());
     GetResponse frame = GetResponse.newBuilder()
         .setLayer(LayerRows.newBuilder().setLayerId(layerId).setTokenStart(tokenStart).setRows(tensor)).build();
     tokenStart += rows;

@@ -6,6 +6,7 @@ import io.grpc.StatusRuntimeException;
 import io.moemesh.proto.common.v1.DType;
 import io.moemesh.proto.common.v1.Tensor;
 import io.moemesh.proto.kvstore.v1.KvLayout;
+import io.moemesh.proto.tensor.WireTensors;
 import java.time.Duration;
 import java.time.Instant;
 import org.jboss.logging.Logger;
@@ -42,8 +43,16 @@ final class ProtoMapping {
     };
   }
 
-  static long[] shape(Tensor tensor) {
-    return tensor.getShapeList().stream().mapToLong(Long::longValue).toArray();
+  /**
+   * A layer's rows as the codec checks every wire tensor (rank 2, each dimension an int, exactly the bytes the
+   * shape needs); the store then checks them against the object's layout.
+   */
+  static WireTensors.Checked rows(String what, Tensor tensor) {
+    try {
+      return WireTensors.read(tensor, what, 2, DType.DTYPE_BF16, DType.DTYPE_F32);
+    } catch (IllegalArgumentException e) {
+      throw KvStoreException.invalid("%s", e.getMessage());
+    }
   }
 
   /** Null for an unset or zero duration (meaning "the default"). */

@@ -7,6 +7,7 @@ import io.moemesh.proto.kvstore.v1.LayerRows;
 import io.moemesh.proto.kvstore.v1.PutFrame;
 import io.moemesh.proto.kvstore.v1.PutResponse;
 import io.moemesh.proto.kvstore.v1.PutStart;
+import io.moemesh.proto.tensor.WireTensors;
 import io.opentelemetry.api.trace.Span;
 import java.time.Duration;
 import java.util.concurrent.Executor;
@@ -92,7 +93,8 @@ final class PutStreamHandler implements StreamObserver<PutFrame> {
     requireWriting("layer");
     if (!rows.hasRows()) throw KvStoreException.invalid("put of '%s' layer %d: rows tensor is required", put.key(), rows.getLayerId());
     KvDType dtype = ProtoMapping.dtype("put of '%s' layer %d: rows.dtype".formatted(put.key(), rows.getLayerId()), rows.getRows().getDtype());
-    put.writeRows(rows.getLayerId(), rows.getTokenStart(), dtype, ProtoMapping.shape(rows.getRows()), rows.getRows().getData().asReadOnlyByteBuffer());
+    WireTensors.Checked checked = ProtoMapping.rows("put of '%s' layer %d: rows".formatted(put.key(), rows.getLayerId()), rows.getRows());
+    put.writeRows(rows.getLayerId(), rows.getTokenStart(), dtype, checked.longShape(), checked.data());
     metrics.putRows(rows.getRows().getData().size());
   }
 

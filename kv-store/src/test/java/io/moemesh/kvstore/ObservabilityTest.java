@@ -8,13 +8,13 @@ import static org.hamcrest.Matchers.hasItem;
 import io.moemesh.proto.kvstore.v1.GetRequest;
 import io.moemesh.proto.kvstore.v1.KvLayout;
 import io.moemesh.proto.kvstore.v1.KvStore;
+import io.moemesh.telemetry.testing.Scrape;
 import io.quarkus.grpc.GrpcClient;
 import io.quarkus.test.junit.QuarkusTest;
 import io.smallrye.mutiny.Multi;
 import java.time.Duration;
 import java.util.UUID;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
+import java.util.OptionalDouble;
 import org.junit.jupiter.api.Test;
 
 /** Metrics on /q/metrics and health on /q/health, as Prometheus and Kubernetes read them. */
@@ -53,13 +53,11 @@ class ObservabilityTest {
         .body("status", equalTo("UP")).body("checks.name", hasItem("kv-store memory"));
   }
 
-  /** The value of one sample, e.g. {@code moemesh_kvstore_objects{state="live"}} (tags given must lead). */
+  /** The value of one sample, e.g. {@code moemesh_kvstore_objects{state="live"}} (the first with those labels), which must be exported. */
   static double metric(String sample) {
     String body = given().when().get("/q/metrics").then().statusCode(200).extract().asString();
-    String name = sample.contains("{") ? sample.substring(0, sample.indexOf('{')) : sample;
-    String tags = sample.contains("{") ? Pattern.quote(sample.substring(sample.indexOf('{') + 1, sample.length() - 1)) + "[^}]*" : "[^}]*";
-    Matcher m = Pattern.compile("(?m)^" + Pattern.quote(name) + "(?:\\{" + tags + "\\})? ([0-9.eE+-]+)$").matcher(body);
-    assertThat(m.find()).as("sample %s in /q/metrics:%n%s", sample, body).isTrue();
-    return Double.parseDouble(m.group(1));
+    OptionalDouble value = Scrape.parse(body).find(sample);
+    assertThat(value).as("sample %s in /q/metrics:%n%s", sample, body).isPresent();
+    return value.getAsDouble();
   }
 }

@@ -8,7 +8,6 @@ import io.moemesh.kernels.TensorArena;
 import io.moemesh.model.checkpoint.Checkpoint;
 import io.moemesh.model.moe.ExpertBackend;
 import io.moemesh.model.moe.ExpertSelection;
-import io.moemesh.model.moe.LocalExperts;
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Map;

@@ -4,7 +4,6 @@ import io.moemesh.kernels.Kernels;
 import io.moemesh.kernels.TensorArena;
 import io.moemesh.model.checkpoint.Checkpoint;
 import io.moemesh.model.moe.ExpertSelection;
-import io.moemesh.model.moe.LocalExperts;
 import io.moemesh.model.moe.Placement;
 import java.nio.file.Path;
 import java.util.HashMap;

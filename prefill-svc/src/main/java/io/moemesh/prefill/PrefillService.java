@@ -10,6 +10,7 @@ import io.moemesh.engine.kv.PageHashes;
 import io.moemesh.enginehost.Drain;
 import io.moemesh.enginehost.EngineHost;
 import io.moemesh.enginehost.EngineMetrics;
+import io.moemesh.enginehost.wire.WireDTypes;
 import io.moemesh.kernels.DType;
 import io.moemesh.proto.common.v1.FinishReason;
 import io.moemesh.proto.common.v1.LoadReport;
@@ -103,7 +104,7 @@ public class PrefillService implements Prefill {
     KvLayout layout = layout(loaded, spec.numPromptTokens());
     DType dtype = loaded.model().precision().kvCacheDType();
     String storeAddress = store.begin(spec.id(), layout, pageHashes,
-        dtype == DType.BF16 ? io.moemesh.proto.common.v1.DType.DTYPE_BF16 : io.moemesh.proto.common.v1.DType.DTYPE_F32, dtype.byteSize());
+        WireDTypes.wire(dtype), dtype.byteSize());
     var settled = new AtomicBoolean();
     try {
       loaded.engine().submit(spec, metrics.timed(out -> {
@@ -189,8 +190,7 @@ public class PrefillService implements Prefill {
   private static KvLayout layout(LoadedEngine loaded, int numTokens) {
     var c = loaded.config();
     return KvLayout.newBuilder().setNumLayers(loaded.numExportedKvLayers()).setNumTokens(numTokens).setLatentDim(c.latentDim())
-        .setDtype(loaded.model().precision().kvCacheDType() == DType.BF16 ? io.moemesh.proto.common.v1.DType.DTYPE_BF16
-            : io.moemesh.proto.common.v1.DType.DTYPE_F32)
+        .setDtype(WireDTypes.wire(loaded.model().precision().kvCacheDType()))
         .setPageSize(loaded.kvCache().pageSize()).build();
   }
 

@@ -21,7 +21,7 @@ import jakarta.inject.Singleton;
 @GlobalInterceptor
 public class PrefillTracing extends EngineCallTracing<PrefillRequest, PrefillResponse> {
   PrefillTracing(Tracer tracer, EngineHost host, StepTracing steps) {
-    super(tracer, PrefillGrpc.getPrefillMethod(), "prefill", host, steps);
+    super(tracer, PrefillGrpc.getPrefillMethod(), "prefill", host::modelName, steps);
   }
 
   @Override

@@ -1,6 +1,5 @@
 package io.moemesh.prefill;
 
-import com.google.protobuf.ByteString;
 import io.grpc.Context;
 import io.grpc.stub.StreamObserver;
 import io.moemesh.enginehost.telemetry.KvTransfer;
@@ -14,6 +13,8 @@ import io.moemesh.proto.kvstore.v1.PutOutcome;
 import io.moemesh.proto.kvstore.v1.PutResponse;
 import io.moemesh.proto.kvstore.v1.PutRevoke;
 import io.moemesh.proto.kvstore.v1.PutStart;
+import io.moemesh.proto.tensor.WireTensors;
+import java.nio.ByteBuffer;
 import java.util.concurrent.CompletableFuture;
 
 /**
@@ -59,8 +60,7 @@ final class PutSession implements StreamObserver<PutResponse> {
   synchronized void layer(int layerId, int start, byte[] rows) {
     int n = rows.length / rowBytes, skip = Math.max(0, sentUpTo[layerId] - start);
     if (closed || skip >= n) return;
-    var tensor = Tensor.newBuilder().setDtype(dtype).addShape(n - skip).addShape(latentDim)
-        .setData(ByteString.copyFrom(rows, skip * rowBytes, (n - skip) * rowBytes));
+    Tensor tensor = WireTensors.write(dtype, ByteBuffer.wrap(rows, skip * rowBytes, (n - skip) * rowBytes), n - skip, latentDim);
     frames.onNext(PutFrame.newBuilder().setLayer(LayerRows.newBuilder().setLayerId(layerId).setTokenStart(start + skip).setRows(tensor)).build());
     sentUpTo[layerId] = Math.max(sentUpTo[layerId], start + n);
     transfer.bytes((long) (n - skip) * rowBytes);

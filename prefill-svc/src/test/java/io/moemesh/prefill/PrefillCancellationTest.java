@@ -5,18 +5,14 @@ import static org.awaitility.Awaitility.await;
 
 import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
-import io.moemesh.enginehost.testing.Scrape;
 import io.moemesh.enginehost.testing.TinyCheckpointResource;
 import io.moemesh.proto.common.v1.LoadReportRequest;
 import io.moemesh.proto.kvstore.v1.PutFrame;
 import io.moemesh.proto.prefill.v1.PrefillGrpc;
 import io.moemesh.proto.prefill.v1.PrefillRequest;
+import io.moemesh.telemetry.testing.Scrape;
 import io.quarkus.test.common.QuarkusTestResource;
 import io.quarkus.test.junit.QuarkusTest;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.AfterEach;
@@ -71,9 +67,6 @@ class PrefillCancellationTest {
 
   /** {@code vllm:request_success_total{finished_reason=reason}} of the service. */
   static double finished(String reason) throws Exception {
-    String body = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://localhost:19200/q/metrics")).build(),
-        HttpResponse.BodyHandlers.ofString()).body();
-    return body.lines().filter(l -> l.startsWith("vllm:request_success_total{") && l.contains("finished_reason=\"" + reason + "\""))
-        .mapToDouble(l -> Scrape.sampleValue(l)).sum();
+    return Scrape.of(19200).sum("vllm:request_success_total{finished_reason=\"" + reason + "\"}");
   }
 }

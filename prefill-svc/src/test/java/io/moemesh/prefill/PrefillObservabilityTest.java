@@ -2,7 +2,7 @@ package io.moemesh.prefill;
 
 import static io.moemesh.telemetry.testing.InMemorySpans.awaitSpan;
 import static io.moemesh.telemetry.testing.InMemorySpans.named;
-import static io.moemesh.enginehost.testing.Scrape.metric;
+import static io.moemesh.telemetry.testing.Scrape.metric;
 import static io.moemesh.prefill.PrefillServiceTest.GREEDY;
 import static io.moemesh.prefill.PrefillServiceTest.TIMEOUT;
 import static io.moemesh.prefill.PrefillServiceTest.prompt;

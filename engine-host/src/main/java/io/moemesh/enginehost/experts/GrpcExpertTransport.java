@@ -1,6 +1,5 @@
 package io.moemesh.enginehost.experts;
 
-import com.google.protobuf.ByteString;
 import io.grpc.ManagedChannel;
 import io.moemesh.proto.auth.MeshChannels;
 import io.grpc.Status;
@@ -8,9 +7,8 @@ import io.grpc.StatusRuntimeException;
 import io.grpc.stub.StreamObserver;
 import io.moemesh.engine.experts.ExpertOutputs;
 import io.moemesh.engine.experts.ExpertTransport;
-import io.moemesh.enginehost.ExpertsSettings;
 import io.moemesh.enginehost.telemetry.StepTracing;
-import io.moemesh.kernels.DType;
+import io.moemesh.enginehost.wire.WireDTypes;
 import io.moemesh.kernels.Tensor;
 import io.moemesh.model.Precision;
 import io.moemesh.model.moe.ExpertDispatch;
@@ -21,8 +19,7 @@ import io.moemesh.proto.expert.v1.ExpertServiceInfo;
 import io.moemesh.proto.expert.v1.ExpertsGrpc;
 import io.moemesh.proto.expert.v1.InfoRequest;
 import io.moemesh.proto.expert.v1.SharedFrame;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
+import io.moemesh.proto.tensor.WireTensors;
 import java.time.Duration;
 import java.util.Locale;
 import java.util.Map;
@@ -117,19 +114,19 @@ public final class GrpcExpertTransport implements ExpertTransport {
 
   @Override
   public CompletableFuture<ExpertOutputs> routed(int shard, ExpertDispatch d) {
-    var b = DispatchFrame.newBuilder().setLayerId(d.layerId()).setPlacementVersion(d.placementVersion()).setHidden(wire(d.hidden()))
-        .setTokenIndex(ints(d.tokenIndex())).setTraceparent(StepTracing.traceparent());
+    var b = DispatchFrame.newBuilder().setLayerId(d.layerId()).setPlacementVersion(d.placementVersion()).setHidden(WireDTypes.write(d.hidden()))
+        .setTokenIndex(WireTensors.ints(d.tokenIndex())).setTraceparent(StepTracing.traceparent());
     var groups = ExpertDispatch.Groups.of(d.expertOffsets());
-    b.setExperts(ints(groups.experts())).setExpertEnds(ints(groups.ends()));
-    if (d.scales() != null) b.setScales(wire(d.scales()));
+    b.setExperts(WireTensors.ints(groups.experts())).setExpertEnds(WireTensors.ints(groups.ends()));
+    if (d.scales() != null) b.setScales(WireDTypes.write(d.scales()));
     return shards[shard].send(seq -> b.setSeq(seq).build());
   }
 
   @Override
   public CompletableFuture<ExpertOutputs> shared(int layerId, Tensor hidden, Tensor scales) {
     if (shared == null) throw new IllegalStateException("no shared-expert service is configured");
-    var b = SharedFrame.newBuilder().setLayerId(layerId).setHidden(wire(hidden)).setTraceparent(StepTracing.traceparent());
-    if (scales != null) b.setScales(wire(scales));
+    var b = SharedFrame.newBuilder().setLayerId(layerId).setHidden(WireDTypes.write(hidden)).setTraceparent(StepTracing.traceparent());
+    if (scales != null) b.setScales(WireDTypes.write(scales));
     return shared.send(seq -> b.setSeq(seq).build());
   }
 
@@ -216,31 +213,10 @@ public final class GrpcExpertTransport implements ExpertTransport {
     }
   }
 
+  /** An answer's outputs, checked by the codec: BF16 or F32 rows, exactly as many bytes as their shape needs. */
   private static ExpertOutputs outputs(io.moemesh.proto.common.v1.Tensor t) {
-    DType dtype = switch (t.getDtype()) {
-      case DTYPE_BF16 -> DType.BF16;
-      case DTYPE_F32 -> DType.F32;
-      default -> throw new IllegalArgumentException("expert outputs of dtype " + t.getDtype());
-    };
-    if (t.getShapeCount() != 2) throw new IllegalArgumentException("expert outputs of shape " + t.getShapeList());
-    return new ExpertOutputs(dtype, Math.toIntExact(t.getShape(0)), Math.toIntExact(t.getShape(1)), t.getData().asReadOnlyByteBuffer());
-  }
-
-  private static io.moemesh.proto.common.v1.Tensor wire(Tensor t) {
-    var b = io.moemesh.proto.common.v1.Tensor.newBuilder().setDtype(switch (t.dtype()) {
-      case I8 -> io.moemesh.proto.common.v1.DType.DTYPE_I8;
-      case F32 -> io.moemesh.proto.common.v1.DType.DTYPE_F32;
-      case BF16 -> io.moemesh.proto.common.v1.DType.DTYPE_BF16;
-      default -> throw new IllegalArgumentException(t.dtype() + " hidden states do not travel");
-    });
-    for (int i = 0; i < t.rank(); i++) b.addShape(t.dim(i));
-    return b.setData(ByteString.copyFrom(t.asReadOnlyBytes())).build();
-  }
-
-  private static io.moemesh.proto.common.v1.Tensor ints(int[] values) {
-    ByteBuffer bytes = ByteBuffer.allocate(values.length * 4).order(ByteOrder.LITTLE_ENDIAN);
-    bytes.asIntBuffer().put(values);
-    return io.moemesh.proto.common.v1.Tensor.newBuilder().setDtype(io.moemesh.proto.common.v1.DType.DTYPE_I32).addShape(values.length)
-        .setData(ByteString.copyFrom(bytes)).build();
+    WireTensors.Checked c = WireTensors.read(t, "expert outputs", 2, io.moemesh.proto.common.v1.DType.DTYPE_BF16,
+        io.moemesh.proto.common.v1.DType.DTYPE_F32);
+    return new ExpertOutputs(WireDTypes.kernels(c.dtype(), "expert outputs"), c.dim(0), c.dim(1), c.data());
   }
 }

@@ -6,9 +6,6 @@ import io.grpc.StatusRuntimeException;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.moemesh.engine.experts.DispatchingExperts;
-import io.moemesh.enginehost.EngineHost;
-import io.moemesh.enginehost.ExpertsConfig;
-import io.moemesh.enginehost.ExpertsSettings;
 import io.moemesh.model.ExpertWeights;
 import io.moemesh.model.ModelConfig;
 import io.moemesh.model.moe.Placement;
@@ -18,7 +15,6 @@ import io.moemesh.proto.expert.v1.InfoRequest;
 import io.moemesh.proto.expert.v1.LayerSlots;
 import io.moemesh.proto.expert.v1.PlacementTable;
 import io.quarkus.runtime.ShutdownEvent;
-import io.quarkus.runtime.StartupEvent;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.event.Observes;
 import jakarta.inject.Inject;
@@ -37,25 +33,24 @@ import org.jboss.logging.Logger;
  * switches at the next forward pass. A shard that does not answer (dead or hung) delays no other's answer. The
  * shards keep the previous placement's experts until the balancer's next change, so a step under way finishes on the
  * old version; results are the same bits under any placement.
- * Metric: {@code moemesh_expert_placement_version} (the version the next forward pass uses).
+ * Metric: {@code moemesh_expert_placement_version} (the version the next forward pass uses; NaN while the engine loads).
+ * The engine host {@linkplain #start starts} it at startup and hands it the engine's experts once they are
+ * {@linkplain #follow loaded}.
  */
 @ApplicationScoped
 public class PlacementWatcher {
   private static final Logger LOG = Logger.getLogger(PlacementWatcher.class);
-  @Inject EngineHost host;
   @Inject MeterRegistry registry;
-  @Inject ExpertsConfig config;
+  private volatile DispatchingExperts experts; // null while the engine loads
   private ScheduledExecutorService timer;
   private java.util.List<ManagedChannel> shards = java.util.List.of();
   private String refused = ""; // why the published placement was last refused, to say so once
 
-  void start(@Observes StartupEvent event) {
-    ExpertsSettings experts = config.settings();
-    if (!experts.routedRemote()) return;
-    Duration poll = config.placementPoll();
-    shards = experts.shards().stream().map(PlacementWatcher::channel).toList();
-    Gauge.builder("moemesh_expert_placement_version", host,
-        h -> h.dispatchingExperts().map(d -> (double) d.placement().version()).orElse(Double.NaN))
+  /** Starts polling {@code settings}' routed shards every {@code poll} (with routed=remote; else nothing to watch). */
+  public void start(ExpertsSettings settings, Duration poll) {
+    if (!settings.routedRemote()) return;
+    shards = settings.shards().stream().map(PlacementWatcher::channel).toList();
+    Gauge.builder("moemesh_expert_placement_version", this, PlacementWatcher::versionInUse)
         .description("Placement version of the routed experts the next forward pass uses").register(registry);
     timer = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().name("placement-watch").daemon().factory());
     timer.scheduleWithFixedDelay(() -> poll(poll), poll.toMillis(), poll.toMillis(), TimeUnit.MILLISECONDS);
@@ -66,8 +61,18 @@ public class PlacementWatcher {
     shards.forEach(ManagedChannel::shutdownNow);
   }
 
+  /** From now on, switches {@code loaded} (the running engine's remote experts) to newer placements. */
+  public void follow(DispatchingExperts loaded) {
+    experts = loaded;
+  }
+
+  private double versionInUse() {
+    DispatchingExperts e = experts;
+    return e == null ? Double.NaN : e.placement().version();
+  }
+
   private void poll(Duration deadline) {
-    DispatchingExperts experts = host.dispatchingExperts().orElse(null);
+    DispatchingExperts experts = this.experts;
     if (experts == null) return; // still loading
     for (ManagedChannel shard : shards)
       ExpertsGrpc.newStub(shard).withDeadlineAfter(Math.max(deadline.toMillis(), 1000), TimeUnit.MILLISECONDS)

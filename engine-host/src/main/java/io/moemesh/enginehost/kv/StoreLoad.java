@@ -6,11 +6,12 @@ import io.grpc.stub.ClientResponseObserver;
 import io.moemesh.engine.KvConnector.KvSink;
 import io.moemesh.enginehost.telemetry.KvTransfer;
 import io.moemesh.enginehost.telemetry.KvTransferMetrics.FailureReason;
-import io.moemesh.kernels.DType;
+import io.moemesh.enginehost.wire.WireDTypes;
 import io.moemesh.proto.common.v1.Tensor;
 import io.moemesh.proto.kvstore.v1.GetRequest;
 import io.moemesh.proto.kvstore.v1.GetResponse;
 import io.moemesh.proto.kvstore.v1.KvStoreGrpc;
+import io.moemesh.proto.tensor.WireTensors;
 import java.util.function.Consumer;
 
 /**
@@ -68,18 +69,21 @@ public final class StoreLoad implements ClientResponseObserver<GetRequest, GetRe
       if (frame.hasInfo()) {
         var layout = frame.getInfo().getLayout();
         if (layout.getNumLayers() < sink.numLayers() || layout.getLatentDim() != sink.latentDim()
-            || layout.getNumTokens() < numTokens || !dtypeMatches(layout.getDtype()))
+            || layout.getNumTokens() < numTokens || layout.getDtype() != WireDTypes.wire(sink.dtype()))
           throw new IllegalArgumentException("object " + key + " has layout " + layout.toString().replace('\n', ' ')
               + " but this engine needs " + sink.numLayers() + " layers × " + numTokens + " tokens × " + sink.latentDim() + " " + sink.dtype());
       } else if (frame.hasLayer()) {
         var layer = frame.getLayer();
-        Tensor rows = layer.getRows();
-        traced.bytes(rows.getData().size());
+        Tensor wire = layer.getRows();
+        traced.bytes(wire.getData().size());
         if (layer.getLayerId() >= sink.numLayers()) return; // a layer this request does not take
-        if (!dtypeMatches(rows.getDtype()) || rows.getShapeCount() != 2 || rows.getShape(1) != sink.latentDim())
-          throw new IllegalArgumentException("layer " + layer.getLayerId() + " rows are " + rows.getDtype() + " " + rows.getShapeList());
-        sink.writeLayer(layer.getLayerId(), layer.getTokenStart(), rows.getData().toByteArray());
-        rowsPerLayer[layer.getLayerId()] += rows.getShape(0);
+        String what = "layer " + layer.getLayerId() + " rows";
+        WireTensors.Checked rows = WireTensors.read(wire, what, 2, WireDTypes.wire(sink.dtype()));
+        if (rows.dim(1) != sink.latentDim()) throw new IllegalArgumentException(what + " are " + wire.getDtype() + " " + wire.getShapeList());
+        byte[] bytes = new byte[rows.data().remaining()];
+        rows.data().get(bytes);
+        sink.writeLayer(layer.getLayerId(), layer.getTokenStart(), bytes);
+        rowsPerLayer[layer.getLayerId()] += rows.dim(0);
       }
     } catch (RuntimeException e) {
       failure = e.getMessage();
@@ -107,11 +111,4 @@ public final class StoreLoad implements ClientResponseObserver<GetRequest, GetRe
     done.accept(failure);
   }
 
-  private boolean dtypeMatches(io.moemesh.proto.common.v1.DType wire) {
-    return switch (wire) {
-      case DTYPE_BF16 -> sink.dtype() == DType.BF16;
-      case DTYPE_F32 -> sink.dtype() == DType.F32;
-      default -> false;
-    };
-  }
 }

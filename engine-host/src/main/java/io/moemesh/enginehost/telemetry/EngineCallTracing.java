@@ -8,7 +8,6 @@ import io.grpc.ServerCall;
 import io.grpc.ServerCallHandler;
 import io.grpc.ServerInterceptor;
 import io.grpc.Status;
-import io.moemesh.enginehost.EngineHost;
 import io.moemesh.proto.common.v1.FinishReason;
 import io.moemesh.proto.common.v1.SamplingParams;
 import io.moemesh.proto.common.v1.Usage;
@@ -19,6 +18,7 @@ import io.opentelemetry.context.Context;
 import io.opentelemetry.context.Scope;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Supplier;
 
 /**
  * The engine's span of one RPC (prefill-svc's Prefill, decode-svc's Generate), put around the service method from
@@ -36,12 +36,13 @@ public abstract class EngineCallTracing<Q, R> implements ServerInterceptor {
   private final Tracer tracer;
   private final String fullMethodName;
   private final String role;
-  private final EngineHost host;
+  private final Supplier<String> modelName;
   private final StepTracing steps;
 
-  protected EngineCallTracing(Tracer tracer, MethodDescriptor<Q, R> method, String role, EngineHost host, StepTracing steps) {
+  /** @param modelName the served model's name, "unknown" while it loads ({@code EngineHost::modelName}) */
+  protected EngineCallTracing(Tracer tracer, MethodDescriptor<Q, R> method, String role, Supplier<String> modelName, StepTracing steps) {
     this.tracer = tracer;
-    this.host = host;
+    this.modelName = modelName;
     this.steps = steps;
     this.fullMethodName = method.getFullMethodName();
     this.role = role;
@@ -49,7 +50,7 @@ public abstract class EngineCallTracing<Q, R> implements ServerInterceptor {
 
   /** The served model's name ({@code gen_ai.request.model}), "unknown" while loading; asked when a request arrives. */
   private String model() {
-    return host.isReady() ? host.loaded().model().modelId() : "unknown";
+    return modelName.get();
   }
 
   /** The request's id: the engine's, so the steps that run it find its span ({@link StepTracing}). */

@@ -5,7 +5,7 @@ import io.moemesh.kernels.Tensor;
 import io.moemesh.kernels.TensorArena;
 
 /**
- * Where a MoE layer's experts run: in this process ({@link LocalExperts}) or, in the mesh, on expert
+ * Where a MoE layer's experts run: in this process ({@code io.moemesh.model.LocalExperts}) or, in the mesh, on expert
  * services. The math of the layer does not change with the backend.
  */
 public interface ExpertBackend {

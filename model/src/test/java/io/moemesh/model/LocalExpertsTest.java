@@ -1,4 +1,4 @@
-package io.moemesh.model.moe;
+package io.moemesh.model;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -8,9 +8,7 @@ import io.moemesh.kernels.NativeKernels;
 import io.moemesh.kernels.ReferenceKernels;
 import io.moemesh.kernels.Tensor;
 import io.moemesh.kernels.TensorArena;
-import io.moemesh.model.Linear;
-import io.moemesh.model.Mlp;
-import io.moemesh.model.Precision;
+import io.moemesh.model.moe.Routing;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;

@@ -1,4 +1,4 @@
-package io.moemesh.enginehost;
+package io.moemesh.enginehost.experts;
 
 import java.time.Duration;
 import java.util.List;
@@ -6,7 +6,7 @@ import java.util.Optional;
 
 /**
  * Where an engine's MoE experts run and how long it waits for them: the framework-free form of
- * {@link ExpertsConfig} ({@code moemesh.experts.*}), whose Javadoc and docs/configuration.md give each key.
+ * engine-host's {@code ExpertsConfig} ({@code moemesh.experts.*}), whose Javadoc and docs/configuration.md give each key.
  *
  * @param routedRemote the routed experts are on the expert-svc {@code shards}, in shard order
  * @param sharedRemote the shared experts are on the service at {@code sharedAddress}

@@ -1,12 +1,12 @@
-package io.moemesh.model.moe;
+package io.moemesh.model;
 
 import io.moemesh.kernels.DType;
 import io.moemesh.kernels.Kernels;
 import io.moemesh.kernels.Tensor;
 import io.moemesh.kernels.TensorArena;
-import io.moemesh.model.Linear;
-import io.moemesh.model.Mlp;
-import io.moemesh.model.Precision;
+import io.moemesh.model.moe.ExpertBackend;
+import io.moemesh.model.moe.ExpertDispatch;
+import io.moemesh.model.moe.Routing;
 import java.util.Map;
 import java.util.function.Function;
 
