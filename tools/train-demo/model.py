@@ -57,7 +57,9 @@ class Config:
         """config.json with the keys of MoE Mesh's shipped configs."""
         c = {
             "architectures": ["DeepseekV3ForCausalLM"], "attention_bias": False,
-            "bos_token_id": self.bos_token_id, "eos_token_id": self.eos_token_id,
+            # documents are packed with BOS between them, and a story ends where the next document begins: a
+            # predicted BOS ends an answer too (Hugging Face lists several end ids the same way)
+            "bos_token_id": self.bos_token_id, "eos_token_id": [self.eos_token_id, self.bos_token_id],
             "first_k_dense_replace": self.first_k_dense_replace, "hidden_act": "silu",
             "hidden_size": self.hidden_size, "intermediate_size": self.intermediate_size,
             "kv_lora_rank": self.kv_lora_rank, "max_position_embeddings": self.max_position_embeddings,

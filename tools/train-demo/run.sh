@@ -33,6 +33,8 @@ nice -n 5 "$PY" train.py --data "$BUILD" --tokenizer "$BUILD/tokenizer" --out "$
   --seed "$SEED" | tee "$BUILD/train.log"
 echo "== export"
 "$PY" export.py --ckpt "$BUILD/run/ckpt.pt" --tokenizer "$BUILD/tokenizer" --out "$OUT"
+cp "$BUILD/heldout.txt" "$OUT/heldout.txt"               # bench quality's text
+cp "$BUILD/chat-heldout.jsonl" "$OUT/heldout-chat.jsonl" # bench quality's chat turns, with their expected answers
 if [[ $OUT == "$(realpath -m "$ROOT/models/demo")" ]]; then
   CURVE=$HERE/loss.png FIXTURES=$ROOT/model/src/test/resources/io/moemesh/model/demo
 else
