@@ -33,7 +33,7 @@ public final class LauncherWatch implements AutoCloseable {
     Thread t = Thread.ofPlatform().name("launcher-watch").daemon().unstarted(() -> {
       try {
         while (launcher.isPresent() && alive(launcher.get(), isParent)) Thread.sleep(poll);
-        onGone.run();
+        if (!Thread.currentThread().isInterrupted()) onGone.run(); // closed before its first sleep: not ours to act
       } catch (InterruptedException stopped) {
         // closed: this process is stopping anyway
       }
