@@ -119,7 +119,10 @@ class PlannerMeshTest {
           HIGH, at[0], at[1], at[2], servedByReplica1, downMs, LOW, duringDown, load.done.get(), load.failures.size());
       assertThat(load.failures).as("failed requests").isEmpty();
       assertThat(duringDown).as("requests completed while the planner scaled down").isPositive();
-      assertThat(plannerSeries("moemesh_planner_replicas{kind=\"desired\",stage=\"decode\"}")).isEqualTo(1);
+      // streams moved off the draining replica can lift ITL for a moment and the planner ask for 2 again; with no load left
+      // it settles at one
+      await().atMost(SCALE_TIMEOUT).pollInterval(Duration.ofMillis(200))
+          .until(() -> plannerSeries("moemesh_planner_replicas{kind=\"desired\",stage=\"decode\"}") == 1);
       assertThat(ready(decodeBase)).as("decode replica 0 stays").isTrue();
       assertThat(Files.readString(ServiceProcess.ROOT.resolve("e2e-tests/target/e2e-logs/planner-mesh/decode-1.log")))
           .as("replica 1 drained").contains("draining: readiness down");

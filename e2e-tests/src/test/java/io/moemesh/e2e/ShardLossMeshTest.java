@@ -100,7 +100,7 @@ class ShardLossMeshTest {
     List<Stream> streams = startStreams(prompts);
     await().atMost(Duration.ofMinutes(1)).until(() -> streams.stream().allMatch(s -> s.events.size() >= 10));
     assertThat(streams).as("all still running at the kill").noneMatch(s -> s.done.isDone());
-    double lossesBefore = ExpertParallelMeshTest.counter(shard0, "moemesh_expert_shard_losses_total{shard=\"1\"");
+    double lossesBefore = ExpertParallelMeshTest.counter(shard0, "moemesh_expert_shard_losses_total{shard=\"1\"}");
     LocalDateTime killedAt = LocalDateTime.now();
     long kill = System.nanoTime();
     shard1.kill();
@@ -123,7 +123,7 @@ class ShardLossMeshTest {
     double detected = secondsAfter(killedAt, shard0, "WARN .*failover: routed shard 1 at localhost:" + shard1.grpcPort + " is lost");
     double replaced = secondsAfter(killedAt, shard0, "WARN .*failover: version \\d+: slots hosted");
     assertThat(detected).as("shard 0 warns naming the lost shard, within seconds").isBetween(0.0, 10.0);
-    assertThat(ExpertParallelMeshTest.counter(shard0, "moemesh_expert_shard_losses_total{shard=\"1\"") - lossesBefore).isEqualTo(1);
+    assertThat(ExpertParallelMeshTest.counter(shard0, "moemesh_expert_shard_losses_total{shard=\"1\"}") - lossesBefore).isEqualTo(1);
     assertThat(ExpertParallelMeshTest.counter(shard0, "moemesh_expert_live_shards")).isEqualTo(1);
     assertThat(ExpertParallelMeshTest.counter(decode, "moemesh_expert_redispatched_assignments_total")).as("in-flight steps retried").isPositive();
     assertThat(ExpertParallelMeshTest.counter(decode, "moemesh_expert_step_failures_total")).isZero();
@@ -133,7 +133,7 @@ class ShardLossMeshTest {
         + " %.2f s; longest silence of a stream %.2f s%n", detected, replaced, firstSeconds, worstGap);
 
     // shard 1 restarts on its ports: it rejoins, gets its slots back, and computes again; nothing else restarts
-    double framesBefore = ExpertParallelMeshTest.counter(shard0, "moemesh_expert_frames_total{kind=\"routed\"");
+    double framesBefore = ExpertParallelMeshTest.counter(shard0, "moemesh_expert_frames_total{kind=\"routed\"}");
     shard1 = ServiceProcess.start("expert-svc", "loss-routed-1", shard1Props, shard1.httpPort, shard1.grpcPort);
     shard1.awaitReady(READY);
     await().atMost(Duration.ofMinutes(1)).pollInterval(Duration.ofMillis(250)).ignoreExceptions().until(() -> {
@@ -144,7 +144,7 @@ class ShardLossMeshTest {
     assertThat(ExpertParallelMeshTest.counter(shard0, "moemesh_expert_live_shards")).isEqualTo(2);
     Completion again = complete(late);
     assertThat(again.text).as(again.body).isEqualTo(lateReference);
-    assertThat(ExpertParallelMeshTest.counter(shard1, "moemesh_expert_frames_total{kind=\"routed\"")).as("the restarted shard computes").isPositive();
+    assertThat(ExpertParallelMeshTest.counter(shard1, "moemesh_expert_frames_total{kind=\"routed\"}")).as("the restarted shard computes").isPositive();
     assertThat(framesBefore).isPositive();
   }
 
