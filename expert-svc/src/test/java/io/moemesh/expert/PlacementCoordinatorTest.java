@@ -377,42 +377,6 @@ class PlacementCoordinatorTest {
     }
 
     @Test
-    void aShardRestartedWhileALowerOneIsDownTakesOverWhenThePlacementItResumedHostsThatShardsSlotsElsewhere() {
-      beat(coordinator);
-      beat(onShard1);
-      shards.get(0).down = true;
-      for (int i = 0; i < 3; i++) beat(onShard1);
-      Placement replaced = onShard1.active();
-      assertThat(replaced.slotToShard()).as("shard 1 took over and hosts every slot").containsOnly(1);
-
-      // shard 1 restarts while shard 0 is still down; it resumed version 1 (in a bigger mesh, from a third shard's Info)
-      FakeShard restarted = shards.get(1);
-      restarted.previous = null;
-      restarted.newest = replaced;
-      onShard1 = new PlacementCoordinator(List.of(shard0SeenFromShard1, restarted), replaced, POLICY, 3, 1);
-      var h = beat(onShard1);
-      assertThat(h.lost()).as("shard 0 never answered this shard, but the placement shows it was lost").containsOnlyKeys(0);
-      assertThat(h.lost().get(0)).contains("has not answered since this shard started, and placement version 1 hosts its slots elsewhere");
-      assertThat(onShard1.coordinating()).isTrue();
-      assertThat(h.outcome()).as("its slots are hosted already: " + h.detail()).isEqualTo(Outcome.UNCHANGED);
-
-      shards.get(0).down = false; // shard 0 is back (it resumed version 1 too)
-      shards.get(0).previous = null;
-      shards.get(0).newest = replaced;
-      h = beat(onShard1);
-      assertThat(h.back()).containsExactly(0);
-      assertThat(h.outcome()).as("shard 0 coordinates again: it brings its slots home").isEqualTo(Outcome.FOLLOWING);
-    }
-
-    @Test
-    void aShardThatNeverAnsweredStaysStartingWhileThePlacementStillHostsItsSlots() {
-      shards.get(0).down = true; // shard 1 starts while shard 0 still loads: the starting placement hosts shard 0's slots on it
-      for (int i = 0; i < 10; i++) assertThat(beat(onShard1).lost()).isEmpty();
-      assertThat(onShard1.coordinating()).isFalse();
-      assertThat(onShard1.active()).isSameAs(INITIAL);
-    }
-
-    @Test
     void underASplitViewBothMayCoordinateButVersionsNeverRepeatAndEachPublishedPlacementIsHeldWhereItSendsFrames() {
       beat(coordinator);
       beat(onShard1);
