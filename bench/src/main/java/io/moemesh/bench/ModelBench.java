@@ -52,7 +52,7 @@ public final class ModelBench {
         double bandwidth = triad.bytesPerPass() / triad.bestSeconds(threads, 8, 2) / 1e9;
         results.add(new Measurement("triad", StreamTriad.shape(), threads, bandwidth, "GB/s", null, null, "best of 8"));
         try (var kernels = NativeKernels.create(threads); DeepseekModel m = loaded.withKernels(kernels)) {
-          Run run = run(m, prompt, decodeSteps, () -> {});
+          Run run = run(m, prompt, PREFILL_PASSES, decodeSteps, () -> {});
           long kvBytes = (long) (promptLength + decodeSteps / 2) * m.config().latentDim() * precision.kvCacheDType().byteSize()
               * m.config().numHiddenLayers();
           double roofline = bandwidth * 1e9 / (weightBytes + kvBytes); // tokens/s if every byte moved at triad speed
@@ -60,7 +60,7 @@ public final class ModelBench {
           results.add(new Measurement("decode", shape + ", ctx " + promptLength, threads, run.decodeTokensPerSecond(), "tok/s",
               run.decodeTokensPerSecond() / roofline, "roofline", "median of " + decodeSteps + " steps"));
           results.add(new Measurement("prefill", shape + ", prompt " + promptLength, threads, run.prefillTokensPerSecond(),
-              "tok/s", run.prefillTokensPerSecond() / roofline, "roofline", "one pass"));
+              "tok/s", run.prefillTokensPerSecond() / roofline, "roofline", "median of " + PREFILL_PASSES + " passes"));
           progress.log("threads %d: prefill %.1f tok/s, decode %.1f tok/s, roofline %.1f tok/s (%.0f GB/s, %d MiB/token)",
               threads, run.prefillTokensPerSecond(), run.decodeTokensPerSecond(), roofline, bandwidth, (weightBytes + kvBytes) >> 20);
           if (s.contend() && threads == 2) results.addAll(contended(m, prompt, decodeSteps, shape + ", ctx " + promptLength, progress));
@@ -68,8 +68,8 @@ public final class ModelBench {
         if (profile) {
           try (var kernels = NativeKernels.create(threads)) {
             var profiled = new ProfilingKernels(kernels);
-            run(loaded.withKernels(profiled), prompt, decodeSteps, () -> {}); // the profiler's own code warms up
-            Run run = run(loaded.withKernels(profiled), prompt, decodeSteps, profiled::reset);
+            run(loaded.withKernels(profiled), prompt, 1, decodeSteps, () -> {}); // the profiler's own code warms up
+            Run run = run(loaded.withKernels(profiled), prompt, 1, decodeSteps, profiled::reset);
             System.out.println("decode step profile, " + threads + " thread(s), " + dir.getFileName() + " " + precision.name().toLowerCase()
                 + ", ctx " + promptLength + " (mean of " + decodeSteps + " steps):");
             var light = new SpeedOfLight(bandwidth, Peaks.int8Gops(kernels), Peaks.bf16Gops(kernels));
@@ -92,10 +92,10 @@ public final class ModelBench {
   static List<Measurement> contended(DeepseekModel m, int[] prompt, int steps, String shape, Progress progress) throws Exception {
     double quiet = 0, busy = 0;
     for (int round = 0; round < 2; round++) {
-      quiet += steps / run(m, prompt, steps, () -> {}).decodeSeconds();
+      quiet += steps / run(m, prompt, 1, steps, () -> {}).decodeSeconds();
       Process hog = new ProcessBuilder("sh", "-c", "while :; do :; done").start();
       try {
-        busy += steps / run(m, prompt, steps, () -> {}).decodeSeconds();
+        busy += steps / run(m, prompt, 1, steps, () -> {}).decodeSeconds();
       } finally {
         hog.destroyForcibly().waitFor();
       }
@@ -108,14 +108,18 @@ public final class ModelBench {
             "mean of 2 x " + steps + " steps"));
   }
 
-  /** Decode's rate from its median step; {@code decodeSeconds} is all steps' wall time. */
+  /** Timed prefill passes of the whole prompt, after an untimed one (the step's buffers touched once, as in a server). */
+  static final int PREFILL_PASSES = 3;
+
+  /** Prefill's rate from its median pass, decode's from its median step; {@code decodeSeconds} is all steps' wall time. */
   record Run(double prefillTokensPerSecond, double decodeTokensPerSecond, double decodeSeconds) {}
 
   /**
-   * One prefill of {@code prompt}, then decode steps (fixed token ids: sampling is not measured) through the KV cache;
+   * {@code prefillPasses} prefills of {@code prompt} (each writing the same KV pages; with more than one, after an
+   * untimed one), then decode steps (fixed token ids: sampling is not measured) through the KV cache;
    * {@code beforeDecode} runs between the two.
    */
-  static Run run(DeepseekModel model, int[] prompt, int steps, Runnable beforeDecode) {
+  static Run run(DeepseekModel model, int[] prompt, int prefillPasses, int steps, Runnable beforeDecode) {
     int pageSize = 64, pages = (prompt.length + steps + pageSize) / pageSize + 1;
     int[] table = new int[pages];
     for (int i = 0; i < pages; i++) table[i] = i;
@@ -132,10 +136,15 @@ public final class ModelBench {
           model.forward(ForwardBatch.single(new int[] {prompt[step]}, 32 + step, 32, table, false), cache, scratch);
         }
       } while (System.nanoTime() < warmUpEnd);
-      scratch.reset();
-      long start = System.nanoTime();
-      model.forward(ForwardBatch.single(prompt, 0, prompt.length, table, false), cache, scratch);
-      double prefill = prompt.length / ((System.nanoTime() - start) / 1e9);
+      double[] prefillSeconds = new double[prefillPasses];
+      for (int pass = prefillPasses > 1 ? -1 : 0; pass < prefillPasses; pass++) {
+        scratch.reset();
+        long start = System.nanoTime();
+        model.forward(ForwardBatch.single(prompt, 0, prompt.length, table, false), cache, scratch);
+        if (pass >= 0) prefillSeconds[pass] = (System.nanoTime() - start) / 1e9;
+      }
+      Arrays.sort(prefillSeconds);
+      double prefill = prompt.length / prefillSeconds[prefillPasses / 2];
       beforeDecode.run();
       double[] stepSeconds = new double[steps];
       for (int s = 0; s < steps; s++) {
