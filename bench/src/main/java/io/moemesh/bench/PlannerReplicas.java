@@ -1,5 +1,6 @@
 package io.moemesh.bench;
 
+import io.moemesh.metrics.PrometheusText;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -95,59 +96,13 @@ final class PlannerReplicas implements AutoCloseable {
     return lastFailure;
   }
 
-  /** The {@link #METRIC} series of a Prometheus text body; series without a {@code stage} label are skipped. */
+  /** The {@link #METRIC} series of a {@code /q/metrics} page; series without a {@code stage} label are skipped. */
   static List<Series> parse(String body) {
     List<Series> series = new ArrayList<>();
-    for (String line : body.split("\n")) {
-      if (!line.startsWith(METRIC + "{")) continue;
-      int close = labelsEnd(line, METRIC.length() + 1);
-      if (close < 0) continue;
-      String labels = line.substring(METRIC.length() + 1, close);
-      String stage = label(labels, "stage"), kind = label(labels, "kind");
-      String[] rest = line.substring(close + 1).strip().split("\\s+");
-      if (stage == null || rest[0].isEmpty()) continue;
-      try {
-        series.add(new Series(stage, kind == null ? "" : kind, Double.parseDouble(rest[0])));
-      } catch (NumberFormatException e) {
-        // not a sample line: skipped like any other
-      }
+    for (io.moemesh.metrics.Sample s : PrometheusText.parse(body)) {
+      String stage = s.labels().get("stage");
+      if (s.name().equals(METRIC) && stage != null) series.add(new Series(stage, s.labels().getOrDefault("kind", ""), s.value()));
     }
     return series;
-  }
-
-  /** The index of the {@code }} closing the label set that starts at {@code from}, skipping quoted values; -1 if none. */
-  private static int labelsEnd(String line, int from) {
-    boolean quoted = false;
-    for (int i = from; i < line.length(); i++) {
-      char c = line.charAt(i);
-      if (quoted && c == '\\') i++;
-      else if (c == '"') quoted = !quoted;
-      else if (!quoted && c == '}') return i;
-    }
-    return -1;
-  }
-
-  /** The value of {@code name="…"} in a label set (escapes {@code \" \\ \n} undone), or null. */
-  static String label(String labels, String name) {
-    int i = 0;
-    while (i < labels.length()) {
-      int eq = labels.indexOf('=', i);
-      if (eq < 0 || eq + 1 >= labels.length() || labels.charAt(eq + 1) != '"') return null;
-      String key = labels.substring(i, eq).strip();
-      var value = new StringBuilder();
-      int j = eq + 2;
-      for (; j < labels.length() && labels.charAt(j) != '"'; j++) {
-        char c = labels.charAt(j);
-        if (c == '\\' && j + 1 < labels.length()) {
-          char e = labels.charAt(++j);
-          value.append(e == 'n' ? '\n' : e);
-        } else {
-          value.append(c);
-        }
-      }
-      if (key.equals(name)) return value.toString();
-      i = labels.indexOf(',', j) < 0 ? labels.length() : labels.indexOf(',', j) + 1;
-    }
-    return null;
   }
 }

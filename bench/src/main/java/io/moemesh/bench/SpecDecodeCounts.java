@@ -1,5 +1,7 @@
 package io.moemesh.bench;
 
+import io.moemesh.metrics.PrometheusText;
+import io.moemesh.metrics.Sample;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -32,16 +34,12 @@ record SpecDecodeCounts(double drafts, double draftTokens, double acceptedTokens
     return sum;
   }
 
-  /** The counters in one Prometheus text body (each summed over its series; 0 when absent). */
+  /** The counters in one {@code /q/metrics} page (each summed over its series; 0 when absent). */
   static SpecDecodeCounts parse(String metrics) {
     double[] v = new double[3];
-    for (String line : metrics.split("\n")) {
-      int i = line.startsWith(DRAFTS) ? 0 : line.startsWith(DRAFT_TOKENS) ? 1 : line.startsWith(ACCEPTED) ? 2 : -1;
-      String name = i == 0 ? DRAFTS : i == 1 ? DRAFT_TOKENS : ACCEPTED;
-      if (i < 0 || line.length() == name.length() || " {".indexOf(line.charAt(name.length())) < 0) continue;
-      int seriesEnd = line.charAt(name.length()) == '{' ? line.indexOf('}', name.length()) + 1 : name.length();
-      String value = line.substring(seriesEnd).strip().split("\\s+")[0]; // then maybe a timestamp or an exemplar
-      v[i] += Double.parseDouble(value);
+    for (Sample s : PrometheusText.parse(metrics)) {
+      int i = List.of(DRAFTS, DRAFT_TOKENS, ACCEPTED).indexOf(s.name());
+      if (i >= 0) v[i] += s.value();
     }
     return new SpecDecodeCounts(v[0], v[1], v[2]);
   }

@@ -1,5 +1,6 @@
 package io.moemesh.planner.observe;
 
+import io.moemesh.metrics.MetricsFormatException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.URI;

@@ -1,5 +1,8 @@
 package io.moemesh.planner.observe;
 
+import io.moemesh.metrics.MetricsFormatException;
+import io.moemesh.metrics.PrometheusText;
+import io.moemesh.metrics.Sample;
 import java.time.Instant;
 import java.util.List;
 import java.util.NavigableMap;

@@ -1,5 +1,8 @@
 package io.moemesh.telemetry.testing;
 
+import io.moemesh.metrics.MetricsFormatException;
+import io.moemesh.metrics.PrometheusText;
+import io.moemesh.metrics.Sample;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -7,30 +10,20 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
-import java.util.Map;
 import java.util.OptionalDouble;
 import java.util.Set;
 
 /**
  * One scrape of a service's {@code /q/metrics}, for every module's tests (shipped in telemetry's test jar): the
- * page parsed into samples, and the samples a test names. The page may be Prometheus text or OpenMetrics, so a
- * sample line is {@code name{labels} value [timestamp] [# {exemplar labels} value [timestamp]]}, and the value is
- * always the token after the series, never an exemplar's number.
+ * page parsed into samples by {@link PrometheusText} (Prometheus text or OpenMetrics: the value is always the token
+ * after the series, never an exemplar's number), and the samples a test names.
  *
  * <p>A test names samples with a <em>series</em>: {@code name} or {@code name{label="value",…}}, meaning every sample
  * of that name that carries at least those labels, in any order.
  */
 public final class Scrape {
-  /** One sample line: its metric name, its labels and its value. */
-  public record Sample(String name, Map<String, String> labels, double value) {
-    boolean matches(Sample selector) {
-      return name.equals(selector.name) && labels.entrySet().containsAll(selector.labels.entrySet());
-    }
-  }
-
   /** One client for every scrape, HTTP/1.1 and a deadline: a client per call (each with its own selector thread, and an h2c upgrade attempt) once hung a run. */
   private static final HttpClient CLIENT = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(10)).build();
 
@@ -79,7 +72,7 @@ public final class Scrape {
   /** The samples {@code series} names, in page order. */
   public List<Sample> samples(String series) {
     Sample selector = selector(series);
-    return samples.stream().filter(s -> s.matches(selector)).toList();
+    return samples.stream().filter(s -> s.isOf(selector)).toList();
   }
 
   /** The first sample {@code series} names, if any. */
@@ -110,12 +103,8 @@ public final class Scrape {
   /** One sample line parsed; an IllegalArgumentException quoting the line if it is not one. */
   public static Sample sample(String line) {
     try {
-      var cursor = new Cursor(line);
-      String name = cursor.name();
-      Map<String, String> labels = cursor.peek() == '{' ? cursor.labels() : Map.of();
-      cursor.skipSpaces();
-      return new Sample(name, labels, number(cursor.token()));
-    } catch (RuntimeException e) {
+      return PrometheusText.sample(line);
+    } catch (MetricsFormatException e) {
       throw new IllegalArgumentException("not a metrics sample line: " + line, e);
     }
   }
@@ -123,80 +112,9 @@ public final class Scrape {
   /** {@code name} or {@code name{label="value",…}} as a sample to match (value unused). */
   private static Sample selector(String series) {
     try {
-      var cursor = new Cursor(series);
-      String name = cursor.name();
-      Map<String, String> labels = cursor.peek() == '{' ? cursor.labels() : Map.of();
-      if (cursor.atEnd()) return new Sample(name, labels, Double.NaN);
-    } catch (RuntimeException e) {
-      // named below
-    }
-    throw new IllegalArgumentException("not a series: " + series + " (write name or name{label=\"value\",…})");
-  }
-
-  private static double number(String token) {
-    return switch (token) {
-      case "+Inf", "Inf" -> Double.POSITIVE_INFINITY;
-      case "-Inf" -> Double.NEGATIVE_INFINITY;
-      default -> Double.parseDouble(token); // NaN parses as itself
-    };
-  }
-
-  /** Reads a line left to right: the name, the label set (quoted values with {@code \\ \" \n} escapes), a token. */
-  private static final class Cursor {
-    private final String s;
-    private int i;
-
-    Cursor(String s) {
-      this.s = s;
-    }
-
-    char peek() {
-      return i < s.length() ? s.charAt(i) : '\0';
-    }
-
-    boolean atEnd() {
-      return i == s.length();
-    }
-
-    String name() {
-      int start = i;
-      while (i < s.length() && s.charAt(i) != '{' && s.charAt(i) != ' ') i++;
-      if (i == start) throw new IllegalArgumentException("no metric name");
-      return s.substring(start, i);
-    }
-
-    Map<String, String> labels() {
-      Map<String, String> labels = new LinkedHashMap<>();
-      i++; // {
-      while (peek() != '}') {
-        int eq = s.indexOf('=', i);
-        String key = s.substring(i, eq).strip();
-        i = eq + 1;
-        if (peek() != '"') throw new IllegalArgumentException("label " + key + " has no quoted value");
-        i++;
-        StringBuilder value = new StringBuilder();
-        for (char c = s.charAt(i++); c != '"'; c = s.charAt(i++)) {
-          if (c == '\\') {
-            char next = s.charAt(i++);
-            value.append(next == 'n' ? '\n' : next);
-          } else value.append(c);
-        }
-        labels.put(key, value.toString());
-        if (peek() == ',') i++;
-      }
-      i++; // }
-      return labels;
-    }
-
-    void skipSpaces() {
-      while (peek() == ' ') i++;
-    }
-
-    String token() {
-      int start = i;
-      while (i < s.length() && s.charAt(i) != ' ') i++;
-      if (i == start) throw new IllegalArgumentException("no value");
-      return s.substring(start, i);
+      return PrometheusText.series(series);
+    } catch (MetricsFormatException e) {
+      throw new IllegalArgumentException("not a series: " + series + " (write name or name{label=\"value\",…})", e);
     }
   }
 }

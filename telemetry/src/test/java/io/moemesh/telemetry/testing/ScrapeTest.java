@@ -3,6 +3,7 @@ package io.moemesh.telemetry.testing;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.moemesh.metrics.Sample;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
@@ -43,7 +44,7 @@ class ScrapeTest {
 
   @Test
   void labelValuesKeepSpacesBracesAndEscapes() {
-    Scrape.Sample odd = Scrape.parse(PAGE).samples("moemesh_odd").getFirst();
+    Sample odd = Scrape.parse(PAGE).samples("moemesh_odd").getFirst();
     assertThat(odd.labels()).isEqualTo(Map.of("path", "a b}c", "quote", "say \"hi\"", "nl", "x\ny"));
     assertThat(odd.value()).isInfinite();
     assertThat(Scrape.parse(PAGE).value("moemesh_never")).isNaN();

@@ -1,4 +1,4 @@
-package io.moemesh.planner.observe;
+package io.moemesh.metrics;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -37,15 +37,25 @@ class PrometheusTextTest {
   }
 
   @Test
-  void aBucketBoundThatIsNotANumberIsRefusedWithTheScrape() {
-    assertThatThrownBy(() -> Scrape.of("r", java.time.Instant.EPOCH, "h_seconds_bucket{le=\"soon\"} 1"))
-        .isInstanceOf(MetricsFormatException.class).hasMessage("h_seconds_bucket: bucket bound le=\"soon\" is not a number");
+  void skipsOpenMetricsExemplarsAndTheEofMarker() {
+    var samples = PrometheusText.parse("""
+        # TYPE http_server_requests_seconds histogram
+        http_server_requests_seconds_bucket{le="0.1",uri="/v1/chat/completions"} 3.0 # {span_id="ab",trace_id="cd"} 0.08 1700000000.1
+        http_server_requests_seconds_count{uri="/v1/chat/completions"} 4 1700000000
+        # EOF
+        """);
+    assertThat(samples).containsExactly(
+        new Sample("http_server_requests_seconds_bucket", Map.of("le", "0.1", "uri", "/v1/chat/completions"), 3.0),
+        new Sample("http_server_requests_seconds_count", Map.of("uri", "/v1/chat/completions"), 4.0));
   }
 
   @Test
-  void quantileOfTheInfBucketIsTheHighestFiniteBound() {
-    var buckets = new java.util.TreeMap<Double, Double>(Map.of(0.1, 0.0, 1.0, 1.0, Double.POSITIVE_INFINITY, 10.0));
-    assertThat(Percentiles.of(buckets).p90()).isEqualTo(1.0);
-    assertThat(Percentiles.of(buckets).p50()).isEqualTo(1.0);
+  void aSeriesSelectsTheSamplesCarryingItsLabels() {
+    Sample selector = PrometheusText.series("vllm:request_success_total{finished_reason=\"stop\"}");
+    assertThat(selector.value()).isNaN();
+    assertThat(PrometheusText.sample("vllm:request_success_total{model_name=\"demo\",finished_reason=\"stop\"} 7").isOf(selector)).isTrue();
+    assertThat(PrometheusText.sample("vllm:request_success_total{finished_reason=\"length\"} 7").isOf(selector)).isFalse();
+    assertThat(PrometheusText.sample("vllm:request_success_total 7").isOf(PrometheusText.series("vllm:request_success_total"))).isTrue();
+    assertThatThrownBy(() -> PrometheusText.series("x{a=\"1\"} 2")).hasMessageContaining("unexpected text after the series");
   }
 }

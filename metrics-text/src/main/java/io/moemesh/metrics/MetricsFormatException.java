@@ -1,6 +1,6 @@
-package io.moemesh.planner.observe;
+package io.moemesh.metrics;
 
-/** A replica's {@code /q/metrics} text that is not Prometheus text format; names the line and what is wrong. */
+/** A {@code /q/metrics} page that is not Prometheus text or OpenMetrics; names the line and what is wrong. */
 public final class MetricsFormatException extends RuntimeException {
   public MetricsFormatException(int lineNumber, String problem, String line) {
     super("line " + lineNumber + ": " + problem + ": " + abbreviate(line));
