@@ -79,7 +79,8 @@ public final class EngineCore implements AutoCloseable {
     try {
       connector.load(load.requestId(), load.numTokens(), runner.kvSink(load.blockTable(), load.numTokens(), load.withMtpLayer()), result -> {
         if (!once.compareAndSet(false, true)) return; // a connector calling twice must not free pages twice
-        loadResults.add(new LoadResult(load.requestId(), java.util.Objects.requireNonNull(result, "KV load result")));
+        loadResults.add(new LoadResult(load.requestId(),
+            result != null ? result : KvLoadResult.failed(KvLoadResult.Reason.ERROR, "the KV connector reported no result")));
         wakeup.run();
       });
     } catch (RuntimeException e) {
