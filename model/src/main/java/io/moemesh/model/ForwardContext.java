@@ -27,8 +27,8 @@ public record ForwardContext(Kernels kernels, ForwardBatch batch, Tensor positio
     return new ForwardContext(kernels, batch, scratch.ofInts(batch.positions(), batch.numRows()), rope, cache, experts, eps, scratch);
   }
 
-  /** The same pass over some of its rows ({@link ForwardBatch#rows}, {@link ForwardBatch#slice}), their positions put in {@code scratch}. */
-  ForwardContext over(ForwardBatch rows, TensorArena scratch) {
+  /** The same pass over some of its rows ({@link ForwardBatch#rows}), their positions put in its scratch. */
+  ForwardContext over(ForwardBatch rows) {
     return of(kernels, rows, rope, cache, experts, eps, scratch);
   }
 }

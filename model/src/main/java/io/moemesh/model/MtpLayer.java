@@ -83,12 +83,12 @@ public record MtpLayer(Tensor embed, Tensor enorm, Tensor hnorm, Linear ehProj, 
     if (others.length > 0) { // first: the logit rows attend over them
       ForwardBatch kvOnly = batch.rows(others);
       Tensor kvRows = gather(x, others, scratch);
-      block.writeKv(kvRows, ctx.over(kvOnly, scratch));
+      block.writeKv(kvRows, ctx.over(kvOnly));
     }
     if (sorted.length == 0) return new Output(scratch.empty(DType.F32, 0, dim), scratch.empty(DType.F32, 0, head.outFeatures()));
     ForwardBatch last = batch.rows(sorted);
     Tensor xs = gather(x, sorted, scratch);
-    block.forward(xs, ctx.over(last, scratch));
+    block.forward(xs, ctx.over(last));
     int[] order = new int[wanted.length]; // the logit rows in the batch's order, as rows of xs
     for (int i = 0; i < wanted.length; i++) order[i] = java.util.Arrays.binarySearch(sorted, wanted[i]);
     if (!isEveryRowInOrder(order, sorted.length)) xs = gather(xs, order, scratch);
