@@ -7,6 +7,7 @@ import io.grpc.Status;
 import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import io.moemesh.engine.KvConnector;
+import io.moemesh.engine.KvLoadResult;
 import io.moemesh.enginehost.kv.StoreLoad;
 import io.moemesh.enginehost.telemetry.KvTransfer;
 import io.moemesh.enginehost.telemetry.KvTransferMetrics.FailureReason;
@@ -96,10 +97,10 @@ public class StoreKvConnector implements KvConnector {
   }
 
   @Override
-  public void load(String requestId, int numTokens, KvSink sink, Consumer<String> done) {
+  public void load(String requestId, int numTokens, KvSink sink, Consumer<KvLoadResult> done) {
     Transfer transfer = transfers.get(requestId);
     if (transfer == null) {
-      done.accept("no KV ticket for request " + requestId);
+      done.accept(KvLoadResult.failed(KvLoadResult.Reason.NOT_FOUND, "no KV ticket for request " + requestId));
       return;
     }
     KvTicket ticket = transfer.ticket;
@@ -108,15 +109,15 @@ public class StoreKvConnector implements KvConnector {
       transfer.lease.stop(); // admitted: the Get pins the object from now on
       transfer.traced = traced;
     }
-    Consumer<String> finished = failure -> {
+    Consumer<KvLoadResult> finished = result -> {
       // loaded: the store may drop it; failed: nobody else reads it — unless abandon released it already
-      if (transfers.remove(requestId, transfer) || failure == null) release(ticket, traced);
-      done.accept(failure);
+      if (transfers.remove(requestId, transfer) || result instanceof KvLoadResult.Loaded) release(ticket, traced);
+      done.accept(result);
     };
     if (ticket.getNumTokens() != numTokens) {
       String failure = "the ticket holds " + ticket.getNumTokens() + " tokens but the prompt has " + numTokens;
       traced.failed(FailureReason.INVALID_OBJECT, failure);
-      finished.accept(failure);
+      finished.accept(KvLoadResult.failed(KvLoadResult.Reason.INVALID_OBJECT, failure));
       return;
     }
     var stub = KvStoreGrpc.newStub(channel(ticket.getStoreAddress())).withDeadlineAfter(LOAD_DEADLINE_SECONDS, TimeUnit.SECONDS);

@@ -2,7 +2,6 @@ package io.moemesh.engine;
 
 import io.moemesh.engine.kv.KvCacheManager;
 import io.moemesh.model.DeepseekModel;
-import io.moemesh.model.moe.ExpertBackend;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -40,46 +39,21 @@ public final class Engine implements AutoCloseable {
     loop.start();
   }
 
-  /** An engine over {@code model} with its experts in this process. */
-  public static Engine create(DeepseekModel model, SchedulerConfig scheduler, KvCacheConfig kv, DeepseekRunner.LogitsObserver observer) {
-    return create(model, scheduler, kv, KvConnector.NONE, observer);
-  }
-
-  /** An engine that exports or imports prompt KV through {@code connector} (prefill or decode role). */
-  public static Engine create(DeepseekModel model, SchedulerConfig scheduler, KvCacheConfig kv, KvConnector connector,
-      DeepseekRunner.LogitsObserver observer) {
-    return create(model, model.localExperts(), scheduler, kv, connector, observer);
-  }
-
-  /** An engine whose MoE layers reach their experts through {@code experts} (in this process or on expert services). */
-  public static Engine create(DeepseekModel model, ExpertBackend experts, SchedulerConfig scheduler, KvCacheConfig kv,
-      KvConnector connector, DeepseekRunner.LogitsObserver observer) {
-    return create(model, experts, scheduler, kv, connector, observer, DeepseekRunner.DEFAULT_MICRO_BATCH_THRESHOLD);
-  }
-
   /**
-   * As {@link #create(DeepseekModel, ExpertBackend, SchedulerConfig, KvCacheConfig, KvConnector, DeepseekRunner.LogitsObserver)},
-   * with steps of at least {@code microBatchThreshold} tokens run as two overlapped micro-batches (0: never, the
-   * default of the other factories).
-   */
-  public static Engine create(DeepseekModel model, ExpertBackend experts, SchedulerConfig scheduler, KvCacheConfig kv,
-      KvConnector connector, DeepseekRunner.LogitsObserver observer, int microBatchThreshold) {
-    return create(model, experts, scheduler, kv, connector, observer, microBatchThreshold, 0);
-  }
-
-  /**
-   * As {@link #create(DeepseekModel, ExpertBackend, SchedulerConfig, KvCacheConfig, KvConnector, DeepseekRunner.LogitsObserver, int)},
-   * with MTP speculative decoding of {@code speculativeTokens} drafts per request and step (0: off).
+   * An engine as {@code spec} describes it, its step loop started.
    *
-   * @throws IllegalArgumentException if {@code speculativeTokens} &gt; 0 and the model has no MTP layer
+   * @throws IllegalArgumentException if the spec asks for speculative decoding and the model has no MTP layer
    */
-  public static Engine create(DeepseekModel model, ExpertBackend experts, SchedulerConfig scheduler, KvCacheConfig kv,
-      KvConnector connector, DeepseekRunner.LogitsObserver observer, int microBatchThreshold, int speculativeTokens) {
+  public static Engine create(EngineSpec spec) {
+    DeepseekModel model = spec.model();
+    KvCacheConfig kv = spec.kvCache();
+    int speculativeTokens = spec.speculativeTokens();
     DeepseekRunner.checkSpeculation(model, speculativeTokens); // before the cache's memory is taken
     var manager = new KvCacheManager(kv.numPages(), kv.pageSize(), model.modelId(), kv.prefixCaching(), speculativeTokens > 0);
-    var runner = new DeepseekRunner(model, experts, kv, connector, observer, microBatchThreshold, speculativeTokens);
-    var core = new EngineCore(new Scheduler(scheduler, manager, ModelLimits.of(model.config()), speculativeTokens), runner, manager, connector);
-    return new Engine(core, "engine-step");
+    var runner = new DeepseekRunner(model, spec.experts(), kv, spec.connector(), spec.observer().orElse(null), spec.microBatchThreshold(),
+        speculativeTokens);
+    var scheduler = new Scheduler(spec.scheduler(), manager, ModelLimits.of(model.config()), speculativeTokens);
+    return new Engine(new EngineCore(scheduler, runner, manager, spec.connector()), "engine-step");
   }
 
   /**
@@ -148,12 +122,12 @@ public final class Engine implements AutoCloseable {
     commands.add(() -> core.abort(requestId).ifPresent(this::deliver));
   }
 
-  /** The figures after the last step. */
   /** Tells {@code observer} about each step from the next one on, on the step thread (engine-host: a trace span per step). */
   public void observeSteps(StepObserver observer) {
     core.observeSteps(observer);
   }
 
+  /** The figures after the last step. */
   public EngineStats stats() {
     return stats;
   }

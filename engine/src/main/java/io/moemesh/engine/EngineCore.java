@@ -23,7 +23,7 @@ public final class EngineCore implements AutoCloseable {
   private volatile StepObserver observer = StepObserver.NONE;
   private long steps, promptTokens, generatedTokens;
 
-  private record LoadResult(String requestId, String failure) {}
+  private record LoadResult(String requestId, KvLoadResult result) {}
 
   public EngineCore(Scheduler scheduler, ModelRunner runner, KvCacheManager kv, KvConnector connector) {
     this.scheduler = scheduler;
@@ -49,7 +49,7 @@ public final class EngineCore implements AutoCloseable {
   /** Runs one step; returns the updates of every request that gained a token or finished. */
   public List<RequestOutput> step() {
     List<RequestOutput> outputs = new ArrayList<>();
-    for (LoadResult r; (r = loadResults.poll()) != null; ) scheduler.kvLoaded(r.requestId(), r.failure()).ifPresent(outputs::add);
+    for (LoadResult r; (r = loadResults.poll()) != null; ) scheduler.kvLoaded(r.requestId(), r.result()).ifPresent(outputs::add);
     if (!scheduler.hasWork()) return outputs;
     SchedulerOutput plan = scheduler.schedule();
     for (SchedulerOutput.KvLoad load : plan.loads()) startLoad(load);
@@ -77,13 +77,15 @@ public final class EngineCore implements AutoCloseable {
   private void startLoad(SchedulerOutput.KvLoad load) {
     var once = new java.util.concurrent.atomic.AtomicBoolean();
     try {
-      connector.load(load.requestId(), load.numTokens(), runner.kvSink(load.blockTable(), load.numTokens(), load.withMtpLayer()), failure -> {
+      connector.load(load.requestId(), load.numTokens(), runner.kvSink(load.blockTable(), load.numTokens(), load.withMtpLayer()), result -> {
         if (!once.compareAndSet(false, true)) return; // a connector calling twice must not free pages twice
-        loadResults.add(new LoadResult(load.requestId(), failure));
+        loadResults.add(new LoadResult(load.requestId(),
+            result != null ? result : KvLoadResult.failed(KvLoadResult.Reason.ERROR, "the KV connector reported no result")));
         wakeup.run();
       });
     } catch (RuntimeException e) {
-      if (once.compareAndSet(false, true)) loadResults.add(new LoadResult(load.requestId(), "KV load failed to start: " + e.getMessage()));
+      if (once.compareAndSet(false, true))
+        loadResults.add(new LoadResult(load.requestId(), KvLoadResult.failed(KvLoadResult.Reason.ERROR, "KV load failed to start: " + e.getMessage())));
     }
   }
 

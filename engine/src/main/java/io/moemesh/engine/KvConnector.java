@@ -15,8 +15,8 @@ public interface KvConnector {
     }
 
     @Override
-    public void load(String requestId, int numTokens, KvSink sink, Consumer<String> done) {
-      done.accept("the engine has no KV connector to load request " + requestId + "'s KV from");
+    public void load(String requestId, int numTokens, KvSink sink, Consumer<KvLoadResult> done) {
+      done.accept(KvLoadResult.failed(KvLoadResult.Reason.NO_CONNECTOR, "the engine has no KV connector to load request " + requestId + "'s KV from"));
     }
   };
 
@@ -30,10 +30,10 @@ public interface KvConnector {
   /**
    * Fetches the KV of the first {@code numTokens} positions of {@code requestId} — its prompt (decode role) or a
    * prefix of it that a store holds ({@link KvHandoff.Export#prefixTokens}, prefill role) — and writes every
-   * layer through {@code sink}, then calls {@code done} exactly once — with null on success, else the reason —
-   * from any thread. The request's pages are reserved until then, even if it is aborted meanwhile.
+   * layer through {@code sink}, then calls {@code done} exactly once — {@link KvLoadResult#LOADED} or why it
+   * failed — from any thread. The request's pages are reserved until then, even if it is aborted meanwhile.
    */
-  void load(String requestId, int numTokens, KvSink sink, Consumer<String> done);
+  void load(String requestId, int numTokens, KvSink sink, Consumer<KvLoadResult> done);
 
   /** Writes loaded rows into a request's reserved pages; safe to call from the connector's threads. */
   interface KvSink {

@@ -41,8 +41,9 @@ public final class LoadedEngine implements AutoCloseable {
       try {
         model.draftVocabulary(s.draftVocabulary());
         var kv = KvCacheConfig.ofBytes(s.kvCacheBytes(), model.newCacheBytesPerToken(), s.pageSize(), s.prefixCaching());
-        return new LoadedEngine(kernels, model, Engine.create(model, experts.apply(model), s.scheduler(), kv, connector, null, s.microBatchThreshold(),
-            s.speculativeTokens()), kv, s.speculativeTokens());
+        return new LoadedEngine(kernels, model, Engine.create(EngineSpec.of(model, s.scheduler(), kv)
+            .withExperts(experts.apply(model)).withConnector(connector).withMicroBatchThreshold(s.microBatchThreshold())
+            .withSpeculativeTokens(s.speculativeTokens())), kv, s.speculativeTokens());
       } catch (RuntimeException e) {
         model.close();
         throw e;

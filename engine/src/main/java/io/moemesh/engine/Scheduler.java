@@ -242,11 +242,11 @@ public final class Scheduler {
   }
 
   /**
-   * A request's KV load ended: with {@code failure} null it joins the running batch with those positions
+   * A request's KV load ended: once {@link KvLoadResult.Loaded} it joins the running batch with those positions
    * computed. Otherwise a stored prefix (prefill role) is computed here instead, and a prompt (decode role) follows
    * its {@link KvHandoff.OnLoadFailure} policy. Returns the request's final output if this finished it.
    */
-  public Optional<RequestOutput> kvLoaded(String id, String failure) {
+  public Optional<RequestOutput> kvLoaded(String id, KvLoadResult result) {
     if (abortedWhileLoading.remove(id)) { // the connector is done with the pages: now they can go
       kv.free(id);
       return Optional.empty();
@@ -256,20 +256,24 @@ public final class Scheduler {
     int loaded = r.kvToImport;
     boolean prompt = r.importsPrompt();
     r.kvToImport = 0;
-    if (failure == null) {
-      r.numComputedTokens = loaded;
-      if (!prompt && r.numPreemptions == 0) r.numCachedPromptTokens = loaded; // prompt tokens this engine did not compute
-      r.status = RequestStatus.RUNNING;
-      insertRunning(r);
-      kv.cacheFullPages(r.id(), r.allTokens(), loaded);
-      return Optional.empty();
+    switch (result) {
+      case KvLoadResult.Loaded() -> {
+        r.numComputedTokens = loaded;
+        if (!prompt && r.numPreemptions == 0) r.numCachedPromptTokens = loaded; // prompt tokens this engine did not compute
+        r.status = RequestStatus.RUNNING;
+        insertRunning(r);
+        kv.cacheFullPages(r.id(), r.allTokens(), loaded);
+        return Optional.empty();
+      }
+      case KvLoadResult.Failed(_, var detail) -> {
+        if (prompt && ((KvHandoff.Import) r.spec.handoff()).onFailure() == KvHandoff.OnLoadFailure.FAIL)
+          return Optional.of(finish(r, RequestStatus.FINISHED_ERROR, "the prompt's KV could not be loaded: " + detail));
+        kv.free(r.id()); // computed here, like any local prompt
+        r.status = RequestStatus.WAITING;
+        waiting.add(r);
+        return Optional.empty();
+      }
     }
-    if (prompt && ((KvHandoff.Import) r.spec.handoff()).onFailure() == KvHandoff.OnLoadFailure.FAIL)
-      return Optional.of(finish(r, RequestStatus.FINISHED_ERROR, "the prompt's KV could not be loaded: " + failure));
-    kv.free(r.id()); // computed here, like any local prompt
-    r.status = RequestStatus.WAITING;
-    waiting.add(r);
-    return Optional.empty();
   }
 
   private void preempt(Request r) {

@@ -29,7 +29,7 @@ class AbortBeforeTheKvArrivesTest {
 
     assertThat(scheduler.abort("queued").orElseThrow().status()).isEqualTo(RequestStatus.FINISHED_ABORTED);
     assertThat(kv.usage().usedPages()).as("the loading request's only").isEqualTo(3);
-    assertThat(scheduler.kvLoaded("loading", null)).isEmpty();
+    assertThat(scheduler.kvLoaded("loading", KvLoadResult.LOADED)).isEmpty();
     assertThat(scheduler.schedule().loads()).as("the aborted request is gone, not admitted when pages free up").isEmpty();
     assertThat(scheduler.numWaiting() + scheduler.numLoadingKv()).isZero();
   }
@@ -42,7 +42,7 @@ class AbortBeforeTheKvArrivesTest {
     assertThat(kv.usage().usedPages()).as("the connector may still write them").isEqualTo(3);
     assertThat(scheduler.hasRequests()).isFalse();
 
-    assertThat(scheduler.kvLoaded("loading", "CANCELLED: the request ended before its KV was loaded")).isEmpty();
+    assertThat(scheduler.kvLoaded("loading", KvLoadResult.failed(KvLoadResult.Reason.CANCELLED, "CANCELLED: the request ended before its KV was loaded"))).isEmpty();
     assertThat(kv.usage().usedPages()).isZero();
     assertThat(scheduler.numLoadingKv()).isZero();
   }

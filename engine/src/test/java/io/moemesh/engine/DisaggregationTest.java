@@ -24,7 +24,7 @@ class DisaggregationTest {
   /** Every request through a prefill engine (chunks of 16 tokens, so each layer is exported in several pieces). */
   static Map<String, Prefilled> prefill(DeepseekModel model, InMemoryKvConnector store, List<GenerationRequest> requests) throws Exception {
     Map<String, Prefilled> first = new ConcurrentHashMap<>();
-    try (Engine prefill = Engine.create(model, SchedulerConfig.defaults().withMaxBatchedTokens(16), CACHE, store, null)) {
+    try (Engine prefill = Engine.create(EngineSpec.of(model, SchedulerConfig.defaults().withMaxBatchedTokens(16), CACHE).withConnector(store))) {
       List<RequestStream> streams = new ArrayList<>();
       for (GenerationRequest r : requests)
         streams.add(prefill.submit(new GenerationRequest(r.id(), r.promptTokenIds(), r.sampling(), 1, 0, KvHandoff.Export.FULL)));
@@ -51,8 +51,8 @@ class DisaggregationTest {
       assertThat(store.objects.get("r3").get(0)).as("layer 0 of a 40-token prompt in chunks").hasSizeGreaterThan(1);
       Map<String, Map<Integer, float[]>> logits = new ConcurrentHashMap<>();
       Map<String, int[]> tokens = new ConcurrentHashMap<>();
-      try (Engine decode = Engine.create(model, SchedulerConfig.defaults(), CACHE, store,
-          (id, position, row) -> logits.computeIfAbsent(id, k -> new ConcurrentHashMap<>()).put(position, row))) {
+      try (Engine decode = Engine.create(EngineSpec.of(model, SchedulerConfig.defaults(), CACHE).withConnector(store)
+          .withObserver((id, position, row) -> logits.computeIfAbsent(id, k -> new ConcurrentHashMap<>()).put(position, row)))) {
         List<RequestStream> streams = new ArrayList<>();
         for (GenerationRequest r : requests) streams.add(decode.submit(decodeLeg(r, first.get(r.id()), KvHandoff.OnLoadFailure.FAIL)));
         for (RequestStream s : streams) {
@@ -123,7 +123,7 @@ class DisaggregationTest {
   private static List<RequestStream.Completion> exportInTurn(DeepseekModel model, InMemoryKvConnector store, GenerationRequest... requests)
       throws Exception {
     List<RequestStream.Completion> done = new ArrayList<>();
-    try (Engine prefill = Engine.create(model, SchedulerConfig.defaults().withMaxBatchedTokens(16), CACHE, store, null)) {
+    try (Engine prefill = Engine.create(EngineSpec.of(model, SchedulerConfig.defaults().withMaxBatchedTokens(16), CACHE).withConnector(store))) {
       for (GenerationRequest r : requests) done.add(prefill.submit(r).await(TIMEOUT));
       assertThat(awaitIdle(prefill).kvCache().usedPages()).isZero();
     }
@@ -138,7 +138,7 @@ class DisaggregationTest {
       Map<String, Prefilled> first = prefill(model, store, requests);
       store.lost.add("r0");
       store.lost.add("r1");
-      try (Engine decode = Engine.create(model, SchedulerConfig.defaults(), CACHE, store, null)) {
+      try (Engine decode = Engine.create(EngineSpec.of(model, SchedulerConfig.defaults(), CACHE).withConnector(store))) {
         var failed = decode.submit(decodeLeg(requests.get(0), first.get("r0"), KvHandoff.OnLoadFailure.FAIL)).await(TIMEOUT);
         assertThat(failed.status()).isEqualTo(RequestStatus.FINISHED_ERROR);
         assertThat(failed.error()).isEqualTo("the prompt's KV could not be loaded: object r0 is gone");
@@ -158,7 +158,7 @@ class DisaggregationTest {
     try (var store = new InMemoryKvConnector()) {
       Map<String, Prefilled> first = prefill(model, store, List.of(request));
       store.held.add(request.id());
-      try (Engine decode = Engine.create(model, SchedulerConfig.defaults(), CACHE, store, null)) {
+      try (Engine decode = Engine.create(EngineSpec.of(model, SchedulerConfig.defaults(), CACHE).withConnector(store))) {
         RequestStream stream = decode.submit(decodeLeg(request, first.get(request.id()), KvHandoff.OnLoadFailure.FAIL));
         long deadline = System.nanoTime() + TIMEOUT.toNanos();
         while (decode.stats().numLoadingKv() == 0 && System.nanoTime() < deadline) Thread.onSpinWait();

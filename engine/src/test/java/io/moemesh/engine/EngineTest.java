@@ -43,8 +43,8 @@ class EngineTest {
   static Run run(DeepseekModel model, ExpertBackend experts, SchedulerConfig scheduler, KvCacheConfig kv, List<GenerationRequest> requests,
       int microBatchThreshold) throws Exception {
     Map<String, Map<Integer, float[]>> logits = new ConcurrentHashMap<>();
-    try (Engine engine = Engine.create(model, experts, scheduler, kv, KvConnector.NONE,
-        (id, position, row) -> logits.computeIfAbsent(id, k -> new ConcurrentHashMap<>()).put(position, row), microBatchThreshold)) {
+    try (Engine engine = Engine.create(EngineSpec.of(model, scheduler, kv).withExperts(experts).withMicroBatchThreshold(microBatchThreshold)
+        .withObserver((id, position, row) -> logits.computeIfAbsent(id, k -> new ConcurrentHashMap<>()).put(position, row)))) {
       List<RequestStream> streams = engine.submitAll(requests); // one scheduler turn sees them all: no timing luck
       Map<String, RequestStream.Completion> done = new ConcurrentHashMap<>();
       for (RequestStream s : streams) {
@@ -141,7 +141,7 @@ class EngineTest {
       List<GenerationRequest> requests = mixedRequests();
       var kv = new KvCacheConfig(64, 8, true);
       Run observed = run(model, ROOMY, kv, requests);
-      try (Engine engine = Engine.create(model, ROOMY, kv, null)) {
+      try (Engine engine = Engine.create(EngineSpec.of(model, ROOMY, kv))) {
         List<RequestStream> streams = engine.submitAll(requests);
         for (RequestStream stream : streams) {
           var c = stream.await(TIMEOUT);
@@ -161,8 +161,8 @@ class EngineTest {
       Map<String, Map<Integer, float[]>> logits = new ConcurrentHashMap<>();
       RequestStream.Completion warm;
       EngineStats stats;
-      try (Engine engine = Engine.create(model, ROOMY, new KvCacheConfig(64, 8, true),
-          (id, position, row) -> logits.computeIfAbsent(id, k -> new ConcurrentHashMap<>()).put(position, row))) {
+      try (Engine engine = Engine.create(EngineSpec.of(model, ROOMY, new KvCacheConfig(64, 8, true))
+          .withObserver((id, position, row) -> logits.computeIfAbsent(id, k -> new ConcurrentHashMap<>()).put(position, row)))) {
         engine.submit(base).await(TIMEOUT);
         warm = engine.submit(extended).await(TIMEOUT);
         stats = awaitIdle(engine);
@@ -196,7 +196,7 @@ class EngineTest {
     void abortingInEveryStateReturnsThePoolToEmpty() throws Exception {
       DeepseekModel model = TinyModel.model(Precision.INT8);
       var config = SchedulerConfig.defaults().withMaxBatchedTokens(16).withMaxRunningRequests(2);
-      try (Engine engine = Engine.create(model, config, new KvCacheConfig(64, 8, true), null)) {
+      try (Engine engine = Engine.create(EngineSpec.of(model, config, new KvCacheConfig(64, 8, true)))) {
         var params = SamplingParams.greedy().toBuilder().ignoreEos(true).build();
         RequestStream decoding = engine.submit(GenerationRequest.of("decoding", randomPrompt(1, 6), params, 400));
         RequestStream prefilling = engine.submit(GenerationRequest.of("prefilling", randomPrompt(2, 300), params, 400));
@@ -217,7 +217,7 @@ class EngineTest {
     void closingTheEngineAbortsWhatIsLive() throws Exception {
       DeepseekModel model = TinyModel.model(Precision.INT8);
       RequestStream stream;
-      try (Engine engine = Engine.create(model, ROOMY, new KvCacheConfig(64, 8, true), null)) {
+      try (Engine engine = Engine.create(EngineSpec.of(model, ROOMY, new KvCacheConfig(64, 8, true)))) {
         stream = engine.submit(GenerationRequest.of("long", randomPrompt(4, 8),
             SamplingParams.greedy().toBuilder().ignoreEos(true).build(), 100_000));
         stream.next(TIMEOUT);
@@ -231,7 +231,7 @@ class EngineTest {
     @Test
     void rejectsABadRequestOnTheCallersThreadAndServesTheRest() throws Exception {
       DeepseekModel model = TinyModel.model(Precision.INT8);
-      try (Engine engine = Engine.create(model, ROOMY, new KvCacheConfig(64, 8, true), null)) {
+      try (Engine engine = Engine.create(EngineSpec.of(model, ROOMY, new KvCacheConfig(64, 8, true)))) {
         assertThatThrownBy(() -> engine.submit(GenerationRequest.of("bad", new int[] {3, 5000}, SamplingParams.greedy(), 4)))
             .isInstanceOf(IllegalArgumentException.class).hasMessage("request bad: prompt token id 5000 is outside the vocabulary [0, 1024)");
         assertThatThrownBy(() -> engine.submit(GenerationRequest.of("long", new int[513], SamplingParams.greedy(), 4)))

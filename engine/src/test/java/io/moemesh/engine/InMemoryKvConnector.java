@@ -27,10 +27,10 @@ final class InMemoryKvConnector implements KvConnector, AutoCloseable {
   }
 
   @Override
-  public void load(String requestId, int numTokens, KvSink sink, Consumer<String> done) {
+  public void load(String requestId, int numTokens, KvSink sink, Consumer<KvLoadResult> done) {
     Runnable work = () -> {
       if (lost.contains(requestId)) {
-        done.accept("object " + requestId + " is gone");
+        done.accept(KvLoadResult.failed(KvLoadResult.Reason.NOT_FOUND, "object " + requestId + " is gone"));
         return;
       }
       try {
@@ -40,9 +40,9 @@ final class InMemoryKvConnector implements KvConnector, AutoCloseable {
           byte[] rows = rows(layers, layer);
           sink.writeLayer(layer, 0, java.util.Arrays.copyOf(rows, numTokens * sink.latentDim() * sink.dtype().byteSize()));
         }
-        done.accept(null);
+        done.accept(KvLoadResult.LOADED);
       } catch (RuntimeException e) {
-        done.accept(e.toString());
+        done.accept(KvLoadResult.failed(KvLoadResult.Reason.INVALID_OBJECT, e.toString()));
       }
     };
     if (held.contains(requestId)) parked.put(requestId, work);

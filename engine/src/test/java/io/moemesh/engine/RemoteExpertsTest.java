@@ -92,8 +92,8 @@ class RemoteExpertsTest {
       try (var shared = ExpertWeights.load(TinyModel.checkpoint(), precision, TinyModel.kernels(), ExpertSelection.SHARED_ONLY, null)) {
         var transport = new InProcessExpertTransport(TinyModel.kernels(), experts(shards), shared.experts());
         var remote = new DispatchingExperts(transport, placement, null, true, TIMEOUT);
-        try (Engine engine = Engine.create(attention, remote, SchedulerConfig.defaults().withMaxBatchedTokens(19), new KvCacheConfig(64, 8, true),
-            KvConnector.NONE, null, 0, 2)) {
+        try (Engine engine = Engine.create(EngineSpec.of(attention, SchedulerConfig.defaults().withMaxBatchedTokens(19), new KvCacheConfig(64, 8, true))
+            .withExperts(remote).withSpeculativeTokens(2))) {
           List<RequestStream> streams = engine.submitAll(requests);
           for (RequestStream stream : streams)
             assertThat(stream.await(TIMEOUT).tokenIds()).as(stream.requestId()).isEqualTo(expected.tokens(stream.requestId()));
@@ -231,7 +231,7 @@ class RemoteExpertsTest {
           var down = new InProcessExpertTransport(TinyModel.kernels(), experts(shards), null);
           down.dead.add(1);
           var failing = new DispatchingExperts(down, single, attention.localExperts(), true, Duration.ofMillis(1500));
-          try (Engine engine = Engine.create(attention, failing, EngineTest.ROOMY, new KvCacheConfig(64, 8, true), KvConnector.NONE, null)) {
+          try (Engine engine = Engine.create(EngineSpec.of(attention, EngineTest.ROOMY, new KvCacheConfig(64, 8, true)).withExperts(failing))) {
             var done = engine.submit(requests.get(0)).await(Duration.ofSeconds(60));
             assertThat(done.status()).isEqualTo(RequestStatus.FINISHED_ERROR);
             assertThat(done.error()).contains("routed shard 1").contains("UNAVAILABLE");
@@ -325,7 +325,7 @@ class RemoteExpertsTest {
           down.dead.add(1);
           // a long layer timeout, a short step deadline: the deadline decides
           var failing = new DispatchingExperts(down, single, attention.localExperts(), true, Duration.ofMinutes(5), Duration.ofMillis(1200));
-          try (Engine engine = Engine.create(attention, failing, EngineTest.ROOMY, new KvCacheConfig(64, 8, true), KvConnector.NONE, null)) {
+          try (Engine engine = Engine.create(EngineSpec.of(attention, EngineTest.ROOMY, new KvCacheConfig(64, 8, true)).withExperts(failing))) {
             var first = engine.submit(requests.get(0));
             var second = engine.submit(requests.get(1));
             for (var done : List.of(first.await(Duration.ofSeconds(60)), second.await(Duration.ofSeconds(60)))) {

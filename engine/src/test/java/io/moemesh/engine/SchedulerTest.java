@@ -260,7 +260,7 @@ class SchedulerTest {
       assertThat(plan.loads()).extracting(SchedulerOutput.KvLoad::requestId, SchedulerOutput.KvLoad::numTokens).containsExactly(tuple("b", 8));
       assertThat(chunkOf(plan, "c").startPosition()).as("c's stored prefix is no longer than its cached one").isEqualTo(4);
       assertThat(f.scheduler.status("b")).hasValue(RequestStatus.WAITING_FOR_REMOTE_KV);
-      f.scheduler.kvLoaded("b", null);
+      f.scheduler.kvLoaded("b", KvLoadResult.LOADED);
       var loaded = chunkOf(f.scheduler.schedule(), "b");
       assertThat(loaded.startPosition()).isEqualTo(8);
       assertThat(loaded.exportFrom()).isZero();
@@ -271,7 +271,7 @@ class SchedulerTest {
       var f = new SchedulerFixture(budget(64), 50, 4);
       f.add(export("b", SchedulerFixture.prompt("b", 14), 8));
       assertThat(f.scheduler.schedule().loads()).hasSize(1);
-      assertThat(f.scheduler.kvLoaded("b", "the store is gone")).isEmpty();
+      assertThat(f.scheduler.kvLoaded("b", KvLoadResult.failed(KvLoadResult.Reason.STORE_UNAVAILABLE, "the store is gone"))).isEmpty();
       var computed = chunkOf(f.scheduler.schedule(), "b");
       assertThat(computed.startPosition()).isZero();
       assertThat(computed.numTokens()).isEqualTo(14);

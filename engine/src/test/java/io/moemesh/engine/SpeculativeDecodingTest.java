@@ -382,7 +382,7 @@ class SpeculativeDecodingTest {
     void abortDuringVerificationFreesEverything() throws Exception {
       DeepseekModel model = TinyModel.model(Precision.INT8);
       var kv = new KvCacheConfig(64, 8, true);
-      try (Engine engine = Engine.create(model, model.localExperts(), EngineTest.ROOMY, kv, KvConnector.NONE, null, 0, 2)) {
+      try (Engine engine = Engine.create(EngineSpec.of(model, EngineTest.ROOMY, kv).withSpeculativeTokens(2))) {
         RequestStream a = engine.submit(GenerationRequest.of("a", randomPrompt(1, 9), GREEDY, 100_000));
         RequestStream b = engine.submit(GenerationRequest.of("b", randomPrompt(2, 30), SamplingParams.builder().seed(3L).ignoreEos(true).build(), 100_000));
         for (int i = 0; i < 5; i++) {
@@ -421,9 +421,9 @@ class SpeculativeDecodingTest {
       DemoCheckpoint.write(config, dir.resolve("model"), 7, DemoCheckpoint.Format.BF16, (d, t) -> {});
       try (DeepseekModel model = DeepseekModel.load(dir.resolve("model"), Precision.BF16, TinyModel.kernels(), (d, t) -> {})) {
         assertThat(model.numMtpLayers()).isZero();
-        assertThatThrownBy(() -> Engine.create(model, model.localExperts(), EngineTest.ROOMY, new KvCacheConfig(8, 8, true), KvConnector.NONE,
-            null, 0, 1)).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("num_nextn_predict_layers = 0");
-        Engine.create(model, model.localExperts(), EngineTest.ROOMY, new KvCacheConfig(8, 8, true), KvConnector.NONE, null, 0, 0).close();
+        assertThatThrownBy(() -> Engine.create(EngineSpec.of(model, EngineTest.ROOMY, new KvCacheConfig(8, 8, true))
+            .withSpeculativeTokens(1))).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("num_nextn_predict_layers = 0");
+        Engine.create(EngineSpec.of(model, EngineTest.ROOMY, new KvCacheConfig(8, 8, true))).close();
       }
     }
   }

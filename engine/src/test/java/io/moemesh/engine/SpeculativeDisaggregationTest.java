@@ -42,8 +42,8 @@ class SpeculativeDisaggregationTest {
     List<GenerationRequest> requests = greedyRequests();
     try (var store = new InMemoryKvConnector()) {
       Map<String, RequestStream.Completion> prefilled = new ConcurrentHashMap<>();
-      try (Engine prefill = Engine.create(model, model.localExperts(), SchedulerConfig.defaults().withMaxBatchedTokens(16), CACHE, store,
-          null, 0, K)) {
+      try (Engine prefill = Engine.create(EngineSpec.of(model, SchedulerConfig.defaults().withMaxBatchedTokens(16), CACHE)
+          .withConnector(store).withSpeculativeTokens(K))) {
         for (GenerationRequest r : requests)
           prefilled.put(r.id(), prefill.submit(new GenerationRequest(r.id(), r.promptTokenIds(), r.sampling(), 1, 0, KvHandoff.Export.FULL)).await(TIMEOUT));
         assertThat(awaitIdle(prefill).kvCache().usedPages()).isZero();

@@ -2,7 +2,6 @@ package io.moemesh.model;
 
 import io.moemesh.kernels.DType;
 import io.moemesh.kernels.Kernels;
-import io.moemesh.kernels.RopeTable;
 import io.moemesh.kernels.Tensor;
 import io.moemesh.kernels.TensorArena;
 import io.moemesh.model.moe.ExpertBackend;
@@ -21,34 +20,34 @@ import io.moemesh.model.moe.MoeLayer;
 public record DecoderLayer(Tensor attnNorm, Mla attention, Tensor ffnNorm, Mlp dense, MoeLayer moe) {
 
   /** Updates the residual stream {@code x (T, dim)} in place. */
-  public void forward(Kernels k, Tensor x, ForwardBatch batch, Tensor positions, RopeTable rope, LatentKvCache cache,
-      ExpertBackend experts, float eps, TensorArena scratch) {
-    start(k, x, batch, positions, rope, cache, experts, eps, scratch).finish();
+  public void forward(Tensor x, ForwardContext ctx) {
+    start(x, ctx).finish();
   }
 
   /** Only the attention's KV of {@code x (T, dim)}, as {@link #forward} writes it; {@code x} is not changed. */
-  public void writeKv(Kernels k, Tensor x, ForwardBatch batch, Tensor positions, RopeTable rope, LatentKvCache cache, float eps,
-      TensorArena scratch) {
-    Tensor normed = scratch.empty(DType.F32, batch.numRows(), x.dim(1));
-    k.rmsNorm(normed, x, attnNorm, eps);
-    attention.writeKv(k, normed, batch, positions, rope, cache, scratch);
+  public void writeKv(Tensor x, ForwardContext ctx) {
+    Tensor normed = ctx.scratch().empty(DType.F32, ctx.batch().numRows(), x.dim(1));
+    ctx.kernels().rmsNorm(normed, x, attnNorm, ctx.eps());
+    attention.writeKv(normed, ctx);
   }
 
   /**
    * {@link #forward} up to the experts' dispatch: attention (its KV written to the cache) and the FFN's start;
    * finishing the returned work adds the FFN's output to {@code x}. A dense FFN is computed here, at the start.
    */
-  public ExpertBackend.Pending start(Kernels k, Tensor x, ForwardBatch batch, Tensor positions, RopeTable rope, LatentKvCache cache,
-      ExpertBackend experts, float eps, TensorArena scratch) {
-    int T = batch.numRows(), dim = x.dim(1);
+  public ExpertBackend.Pending start(Tensor x, ForwardContext ctx) {
+    Kernels k = ctx.kernels();
+    TensorArena scratch = ctx.scratch();
+    float eps = ctx.eps();
+    int T = ctx.batch().numRows(), dim = x.dim(1);
     Tensor normed = scratch.empty(DType.F32, T, dim);
     Tensor delta = scratch.empty(DType.F32, T, dim);
     k.rmsNorm(normed, x, attnNorm, eps);
-    attention.forward(k, delta, normed, batch, positions, rope, cache, scratch);
+    attention.forward(delta, normed, ctx);
     k.add(x, x, delta);
     k.rmsNorm(normed, x, ffnNorm, eps);
     ExpertBackend.Pending ffn = ExpertBackend.Pending.DONE;
-    if (moe != null) ffn = moe.start(k, delta, normed, experts, scratch);
+    if (moe != null) ffn = moe.start(k, delta, normed, ctx.experts(), scratch);
     else dense.apply(k, delta, normed, scratch);
     ExpertBackend.Pending pending = ffn;
     return () -> {

@@ -97,11 +97,11 @@ public final class DeepseekModel implements AutoCloseable {
   /** As {@link #forward(ForwardBatch, LatentKvCache, ExpertBackend, TensorArena)}, telling {@code observer} as each layer's KV lands (layer-wise KV transfer). */
   public Output forward(ForwardBatch batch, LatentKvCache cache, ExpertBackend experts, LayerObserver observer, TensorArena scratch) {
     checkPages(batch, cache);
-    Tensor positions = scratch.ofInts(batch.positions(), batch.numRows());
+    ForwardContext ctx = ForwardContext.of(kernels, batch, rope, cache, experts, config.rmsNormEps(), scratch);
     Tensor h = embed(kernels, embed, batch.tokens(), scratch);
     for (int i = 0; i < layers.length; i++) {
       long mark = scratch.mark(); // a layer's temporaries die with it; h lives on
-      layers[i].forward(kernels, h, batch, positions, rope, cache, experts, config.rmsNormEps(), scratch);
+      layers[i].forward(h, ctx);
       scratch.release(mark);
       observer.afterLayer(i);
     }
@@ -137,21 +137,25 @@ public final class DeepseekModel implements AutoCloseable {
     TensorArena[] arena = {scratch, micro.secondScratch()};
     Tensor h = embed(kernels, embed, batch.tokens(), scratch);
     Tensor[] x = {h.rows(0, split), h.rows(split, rows)};
+    float eps = config.rmsNormEps();
+    // each micro-batch's positions in the pass's scratch, its temporaries in its own arena
     Tensor[] positions = {scratch.ofInts(part[0].positions(), split), scratch.ofInts(part[1].positions(), rows - split)};
+    ForwardContext[] ctx = {
+        new ForwardContext(kernels, part[0], positions[0], rope, cache, experts, eps, arena[0]),
+        new ForwardContext(kernels, part[1], positions[1], rope, cache, experts, eps, arena[1])};
     long[] mark = new long[2];
     ExpertBackend.Pending[] pending = new ExpertBackend.Pending[2];
-    float eps = config.rmsNormEps();
     try {
       mark[0] = arena[0].mark();
-      pending[0] = layers[0].start(kernels, x[0], part[0], positions[0], rope, cache, experts, eps, arena[0]);
+      pending[0] = layers[0].start(x[0], ctx[0]);
       for (int i = 0; i < layers.length; i++) {
         mark[1] = arena[1].mark();
-        pending[1] = layers[i].start(kernels, x[1], part[1], positions[1], rope, cache, experts, eps, arena[1]);
+        pending[1] = layers[i].start(x[1], ctx[1]);
         finish(pending, 0);
         arena[0].release(mark[0]);
         if (i + 1 < layers.length) {
           mark[0] = arena[0].mark();
-          pending[0] = layers[i + 1].start(kernels, x[0], part[0], positions[0], rope, cache, experts, eps, arena[0]);
+          pending[0] = layers[i + 1].start(x[0], ctx[0]);
         }
         finish(pending, 1);
         arena[1].release(mark[1]);
@@ -187,8 +191,7 @@ public final class DeepseekModel implements AutoCloseable {
     if (depth < 0 || depth >= mtp.length)
       throw new IllegalArgumentException("MTP depth " + depth + " but the model has " + mtp.length + " MTP layer(s)");
     checkPages(batch, cache);
-    Tensor positions = scratch.ofInts(batch.positions(), batch.numRows());
-    return mtp[depth].forward(kernels, batch, hidden, positions, rope, cache, experts, config.rmsNormEps(), scratch);
+    return mtp[depth].forward(hidden, ForwardContext.of(kernels, batch, rope, cache, experts, config.rmsNormEps(), scratch));
   }
 
   /**
@@ -199,8 +202,7 @@ public final class DeepseekModel implements AutoCloseable {
     if (depth < 0 || depth >= mtp.length)
       throw new IllegalArgumentException("MTP depth " + depth + " but the model has " + mtp.length + " MTP layer(s)");
     checkPages(batch, cache);
-    Tensor positions = scratch.ofInts(batch.positions(), batch.numRows());
-    return mtp[depth].draft(kernels, batch, hidden, positions, rope, cache, experts, config.rmsNormEps(), draftVocabulary, scratch);
+    return mtp[depth].draft(hidden, draftVocabulary, ForwardContext.of(kernels, batch, rope, cache, experts, config.rmsNormEps(), scratch));
   }
 
   public Tensor forwardMtp(int depth, ForwardBatch batch, Tensor hidden, LatentKvCache cache, TensorArena scratch) {

@@ -3,7 +3,6 @@ package io.moemesh.model;
 import io.moemesh.kernels.DType;
 import io.moemesh.kernels.Kernels;
 import io.moemesh.kernels.PagedLatentKv;
-import io.moemesh.kernels.RopeTable;
 import io.moemesh.kernels.Tensor;
 import io.moemesh.kernels.TensorArena;
 import java.util.ArrayList;
@@ -67,8 +66,11 @@ public final class Mla {
   }
 
   /** Attention output {@code out (T, dim)} for the normed input {@code x (T, dim)}; writes the batch's KV. */
-  public void forward(Kernels k, Tensor out, Tensor x, ForwardBatch batch, Tensor positions, RopeTable rope,
-      LatentKvCache cache, TensorArena scratch) {
+  public void forward(Tensor out, Tensor x, ForwardContext ctx) {
+    Kernels k = ctx.kernels();
+    ForwardBatch batch = ctx.batch();
+    LatentKvCache cache = ctx.cache();
+    TensorArena scratch = ctx.scratch();
     int T = batch.numRows(), heads = c.numAttentionHeads(), qk = c.qkHeadDim(), nope = c.qkNopeHeadDim();
     int rank = c.kvLoraRank(), ropeDim = c.qkRopeHeadDim();
 
@@ -92,13 +94,13 @@ public final class Mla {
       wqB.apply(k, q2, qa, scratch);
     }
     Tensor qPe = q.cols(nope, qk); // (T, heads, rope)
-    k.rope(qPe, positions, rope);
+    k.rope(qPe, ctx.positions(), ctx.rope());
 
     if (kv == null) {
       kv = scratch.empty(DType.F32, T, rank + ropeDim);
       wkvA.apply(k, kv, x, scratch);
     }
-    writeLatent(k, kv, batch, positions, rope, cache, scratch);
+    writeLatent(kv, ctx);
 
     Tensor o = scratch.empty(DType.F32, T, heads * c.vHeadDim()); // every row is a prompt row or a decode row
     List<Rows> decodeRows = new ArrayList<>();
@@ -117,21 +119,21 @@ public final class Mla {
    * down-projection's rows are its own whatever else is computed beside them), without the queries or the attention.
    * For rows whose output nobody reads, only whose KV later rows attend over (an MTP pass's rows before its last).
    */
-  public void writeKv(Kernels k, Tensor x, ForwardBatch batch, Tensor positions, RopeTable rope, LatentKvCache cache, TensorArena scratch) {
-    Tensor kv = scratch.empty(DType.F32, batch.numRows(), c.kvLoraRank() + c.qkRopeHeadDim());
-    wkvA.apply(k, kv, x, scratch);
-    writeLatent(k, kv, batch, positions, rope, cache, scratch);
+  public void writeKv(Tensor x, ForwardContext ctx) {
+    Tensor kv = ctx.scratch().empty(DType.F32, ctx.batch().numRows(), c.kvLoraRank() + c.qkRopeHeadDim());
+    wkvA.apply(ctx.kernels(), kv, x, ctx.scratch());
+    writeLatent(kv, ctx);
   }
 
   /** {@code kv_norm(c_kv) ‖ rope(k_pe)} of {@code kv (T, rank + rope)} into the cache at the batch's positions. */
-  private void writeLatent(Kernels k, Tensor kv, ForwardBatch batch, Tensor positions, RopeTable rope, LatentKvCache cache,
-      TensorArena scratch) {
+  private void writeLatent(Tensor kv, ForwardContext ctx) {
+    Kernels k = ctx.kernels();
     int rank = c.kvLoraRank(), ropeDim = c.qkRopeHeadDim();
-    Tensor latent = scratch.empty(DType.F32, batch.numRows(), rank + ropeDim); // both parts written below
+    Tensor latent = ctx.scratch().empty(DType.F32, ctx.batch().numRows(), rank + ropeDim); // both parts written below
     k.rmsNorm(latent.cols(0, rank), kv.cols(0, rank), kvNorm, c.rmsNormEps());
     latent.cols(rank, rank + ropeDim).copyFrom(kv.cols(rank, rank + ropeDim));
-    k.rope(latent.cols(rank, rank + ropeDim), positions, rope);
-    cache.write(k, layerId, batch, latent, scratch);
+    k.rope(latent.cols(rank, rank + ropeDim), ctx.positions(), ctx.rope());
+    ctx.cache().write(k, layerId, ctx.batch(), latent, ctx.scratch());
   }
 
   /** Rows {@code [first, first + n)} of one sequence whose KV pages are {@code blockTable}. */

@@ -2,10 +2,8 @@ package io.moemesh.model;
 
 import io.moemesh.kernels.DType;
 import io.moemesh.kernels.Kernels;
-import io.moemesh.kernels.RopeTable;
 import io.moemesh.kernels.Tensor;
 import io.moemesh.kernels.TensorArena;
-import io.moemesh.model.moe.ExpertBackend;
 
 /**
  * A multi-token-prediction module (DeepSeek-V3 §2.2), used as the draft model of speculative decoding: at
@@ -29,12 +27,11 @@ public record MtpLayer(Tensor embed, Tensor enorm, Tensor hnorm, Linear ehProj, 
     Linear head) {
 
   /**
-   * Draft logits {@code (rows of batch.logitRows(), vocab)}. {@code batch.tokens()} holds the next tokens
+   * Draft logits {@code (rows of batch.logitRows(), vocab)}. The context's {@code batch.tokens()} holds the next tokens
    * {@code t_{i+1}}, {@code batch.positions()} the positions i; {@code hidden (T, dim)} the main model's h_i.
    */
-  public Tensor forward(Kernels k, ForwardBatch batch, Tensor hidden, Tensor positions, RopeTable rope, LatentKvCache cache,
-      ExpertBackend experts, float eps, TensorArena scratch) {
-    return draft(k, batch, hidden, positions, rope, cache, experts, eps, scratch).logits();
+  public Tensor forward(Tensor hidden, ForwardContext ctx) {
+    return draft(hidden, ctx).logits();
   }
 
   /**
@@ -54,18 +51,20 @@ public record MtpLayer(Tensor embed, Tensor enorm, Tensor hnorm, Linear ehProj, 
    * cost their input projection and the KV down-projection; their KV and the logit rows' numbers are the bits a pass of
    * the whole block over every row gives.
    */
-  public Output draft(Kernels k, ForwardBatch batch, Tensor hidden, Tensor positions, RopeTable rope, LatentKvCache cache,
-      ExpertBackend experts, float eps, TensorArena scratch) {
-    return draft(k, batch, hidden, positions, rope, cache, experts, eps, head.outFeatures(), scratch);
+  public Output draft(Tensor hidden, ForwardContext ctx) {
+    return draft(hidden, head.outFeatures(), ctx);
   }
 
   /**
-   * As {@link #draft(Kernels, ForwardBatch, Tensor, Tensor, RopeTable, LatentKvCache, ExpertBackend, float, TensorArena)},
+   * As {@link #draft(Tensor, ForwardContext)},
    * with logits for the first {@code vocabulary} token ids only: the head reads that share of its rows (FR-Spec, Zhao
    * et al. 2025: byte-level BPE numbers tokens in merge order, so the first ids are the most frequent ones).
    */
-  public Output draft(Kernels k, ForwardBatch batch, Tensor hidden, Tensor positions, RopeTable rope, LatentKvCache cache,
-      ExpertBackend experts, float eps, int vocabulary, TensorArena scratch) {
+  public Output draft(Tensor hidden, int vocabulary, ForwardContext ctx) {
+    Kernels k = ctx.kernels();
+    ForwardBatch batch = ctx.batch();
+    TensorArena scratch = ctx.scratch();
+    float eps = ctx.eps();
     Linear head = this.head.firstOutputs(vocabulary);
     int T = batch.numRows(), dim = hidden.dim(1);
     Tensor emb = DeepseekModel.embed(k, embed, batch.tokens(), scratch);
@@ -76,19 +75,20 @@ public record MtpLayer(Tensor embed, Tensor enorm, Tensor hnorm, Linear ehProj, 
     ehProj.apply(k, x, joined, scratch);
     int[] wanted = batch.logitRows();
     if (isEveryRowInOrder(wanted, T)) {
-      block.forward(k, x, batch, positions, rope, cache, experts, eps, scratch);
+      block.forward(x, ctx);
       return new Output(x, DeepseekModel.logits(k, x, wanted, shareHeadNorm, head, eps, scratch).logits());
     }
     int[] sorted = java.util.Arrays.stream(wanted).sorted().distinct().toArray();
     int[] others = java.util.stream.IntStream.range(0, T).filter(r -> java.util.Arrays.binarySearch(sorted, r) < 0).toArray();
     if (others.length > 0) { // first: the logit rows attend over them
       ForwardBatch kvOnly = batch.rows(others);
-      block.writeKv(k, gather(x, others, scratch), kvOnly, scratch.ofInts(kvOnly.positions(), others.length), rope, cache, eps, scratch);
+      Tensor kvRows = gather(x, others, scratch);
+      block.writeKv(kvRows, ctx.over(kvOnly));
     }
     if (sorted.length == 0) return new Output(scratch.empty(DType.F32, 0, dim), scratch.empty(DType.F32, 0, head.outFeatures()));
     ForwardBatch last = batch.rows(sorted);
     Tensor xs = gather(x, sorted, scratch);
-    block.forward(k, xs, last, scratch.ofInts(last.positions(), sorted.length), rope, cache, experts, eps, scratch);
+    block.forward(xs, ctx.over(last));
     int[] order = new int[wanted.length]; // the logit rows in the batch's order, as rows of xs
     for (int i = 0; i < wanted.length; i++) order[i] = java.util.Arrays.binarySearch(sorted, wanted[i]);
     if (!isEveryRowInOrder(order, sorted.length)) xs = gather(xs, order, scratch);

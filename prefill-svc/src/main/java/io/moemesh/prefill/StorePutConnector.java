@@ -7,6 +7,7 @@ import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.stub.StreamObserver;
 import io.moemesh.engine.KvConnector;
+import io.moemesh.engine.KvLoadResult;
 import io.moemesh.enginehost.telemetry.KvTransfer;
 import io.moemesh.enginehost.telemetry.KvTransfers;
 import io.moemesh.proto.common.v1.DType;
@@ -129,7 +130,7 @@ public class StorePutConnector implements KvConnector {
 
   /** Prefill role: loads a request's stored prefix ({@link StoredPrefixes#load}). */
   @Override
-  public void load(String requestId, int numTokens, KvSink sink, Consumer<String> done) {
+  public void load(String requestId, int numTokens, KvSink sink, Consumer<KvLoadResult> done) {
     prefixes.load(requestId, numTokens, sink, done);
   }
 

@@ -6,6 +6,7 @@ import com.google.common.util.concurrent.MoreExecutors;
 import io.grpc.Status;
 import io.grpc.stub.ClientCallStreamObserver;
 import io.moemesh.engine.KvConnector.KvSink;
+import io.moemesh.engine.KvLoadResult;
 import io.moemesh.enginehost.kv.StoreLoad;
 import io.moemesh.enginehost.telemetry.KvTransfer;
 import io.moemesh.enginehost.telemetry.KvTransfers;
@@ -135,22 +136,24 @@ final class StoredPrefixes {
   }
 
   /** The engine's load of a request's stored prefix: a prefix Get into its reserved pages. */
-  void load(String requestId, int numTokens, KvSink sink, Consumer<String> done) {
+  void load(String requestId, int numTokens, KvSink sink, Consumer<KvLoadResult> done) {
     Expected e = expected.get(requestId);
     if (e == null) {
-      done.accept("no stored prefix was found for request " + requestId);
+      done.accept(KvLoadResult.failed(KvLoadResult.Reason.NOT_FOUND, "no stored prefix was found for request " + requestId));
       return;
     }
     Found f = e.found;
     if (numTokens > f.tokens()) {
-      done.accept("request " + requestId + " asks for " + numTokens + " positions of a " + f.tokens() + "-token stored prefix");
+      done.accept(KvLoadResult.failed(KvLoadResult.Reason.INVALID_OBJECT,
+          "request " + requestId + " asks for " + numTokens + " positions of a " + f.tokens() + "-token stored prefix"));
       return;
     }
     KvTransfer traced = transfers.get(f.key(), f.store(), e.trace);
     var stub = KvStoreGrpc.newStub(channels.apply(f.store())).withDeadlineAfter(LOAD_DEADLINE_SECONDS, TimeUnit.SECONDS);
-    StoreLoad.start(stub, f.key(), f.store(), false, numTokens, sink, traced, e::started, failure -> {
-      if (failure != null) LOG.debugf("request %s computes its prefix: reading it from %s failed: %s", requestId, f.store(), failure);
-      done.accept(failure);
+    StoreLoad.start(stub, f.key(), f.store(), false, numTokens, sink, traced, e::started, result -> {
+      if (result instanceof KvLoadResult.Failed(var reason, var detail))
+        LOG.debugf("request %s computes its prefix: reading it from %s failed (%s): %s", requestId, f.store(), reason, detail);
+      done.accept(result);
     });
   }
 }

@@ -4,6 +4,7 @@ import io.grpc.Status;
 import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientResponseObserver;
 import io.moemesh.engine.KvConnector.KvSink;
+import io.moemesh.engine.KvLoadResult;
 import io.moemesh.enginehost.telemetry.KvTransfer;
 import io.moemesh.enginehost.telemetry.KvTransferMetrics.FailureReason;
 import io.moemesh.enginehost.wire.WireDTypes;
@@ -18,7 +19,7 @@ import java.util.function.Consumer;
  * One Get of a kv-store object into an engine's reserved pages — the whole prompt (decode) or a stored prefix
  * (prefill): checks the object's layout and each frame against the engine's cache, writes each frame as it
  * arrives, checks at the end that every layer's every position came, and reports exactly once to {@code done}
- * (null on success, else the reason), after recording the outcome on the transfer. An object may hold more layers
+ * ({@link KvLoadResult#LOADED} or why not), after recording the outcome on the transfer. An object may hold more layers
  * than the sink takes — the MTP layer a speculating prefill stores after the main model's, of no use to a request
  * that does not speculate — whose frames are skipped.
  */
@@ -29,12 +30,12 @@ public final class StoreLoad implements ClientResponseObserver<GetRequest, GetRe
   private final KvSink sink;
   private final KvTransfer traced;
   private final Consumer<ClientCallStreamObserver<GetRequest>> onStart;
-  private final Consumer<String> done;
+  private final Consumer<KvLoadResult> done;
   private final long[] rowsPerLayer;
   private volatile String failure;
 
   private StoreLoad(String key, String store, int numTokens, KvSink sink, KvTransfer traced,
-      Consumer<ClientCallStreamObserver<GetRequest>> onStart, Consumer<String> done) {
+      Consumer<ClientCallStreamObserver<GetRequest>> onStart, Consumer<KvLoadResult> done) {
     this.key = key;
     this.store = store;
     this.numTokens = numTokens;
@@ -52,7 +53,7 @@ public final class StoreLoad implements ClientResponseObserver<GetRequest, GetRe
    * @param onStart receives the call before it starts, so the caller can cancel it (a cancel reports to {@code done})
    */
   public static void start(KvStoreGrpc.KvStoreStub stub, String key, String store, boolean whole, int numTokens, KvSink sink,
-      KvTransfer traced, Consumer<ClientCallStreamObserver<GetRequest>> onStart, Consumer<String> done) {
+      KvTransfer traced, Consumer<ClientCallStreamObserver<GetRequest>> onStart, Consumer<KvLoadResult> done) {
     var request = GetRequest.newBuilder().setKey(key).setPrefixTokens(whole ? 0 : numTokens).build();
     stub.withInterceptors(traced.tracing()).get(request, new StoreLoad(key, store, numTokens, sink, traced, onStart, done));
   }
@@ -93,9 +94,10 @@ public final class StoreLoad implements ClientResponseObserver<GetRequest, GetRe
   @Override
   public void onError(Throwable t) {
     Status s = Status.fromThrowable(t);
-    if (failure != null) traced.failed(FailureReason.INVALID_OBJECT, failure);
-    else traced.failed(t);
-    done.accept(failure != null ? failure : "kv-store " + store + ": " + s.getCode() + (s.getDescription() != null ? " " + s.getDescription() : ""));
+    FailureReason reason = failure != null ? FailureReason.INVALID_OBJECT : FailureReason.of(t);
+    traced.failed(reason, failure != null ? failure : t.getMessage());
+    done.accept(KvLoadResult.failed(loadReason(reason),
+        failure != null ? failure : "kv-store " + store + ": " + s.getCode() + (s.getDescription() != null ? " " + s.getDescription() : "")));
   }
 
   @Override
@@ -106,9 +108,25 @@ public final class StoreLoad implements ClientResponseObserver<GetRequest, GetRe
           failure = "object " + key + " sent " + rowsPerLayer[l] + " of " + numTokens + " rows of layer " + l;
           break;
         }
-    if (failure == null) traced.succeeded();
-    else traced.failed(FailureReason.INVALID_OBJECT, failure);
-    done.accept(failure);
+    if (failure == null) {
+      traced.succeeded();
+      done.accept(KvLoadResult.LOADED);
+    } else {
+      traced.failed(FailureReason.INVALID_OBJECT, failure);
+      done.accept(KvLoadResult.failed(KvLoadResult.Reason.INVALID_OBJECT, failure));
+    }
   }
 
+  /** The engine's reason for a failed get, from the transfer meters' one. */
+  static KvLoadResult.Reason loadReason(FailureReason reason) {
+    return switch (reason) {
+      case STORE_UNAVAILABLE -> KvLoadResult.Reason.STORE_UNAVAILABLE;
+      case DEADLINE_EXCEEDED -> KvLoadResult.Reason.TIMEOUT;
+      case OBJECT_NOT_FOUND -> KvLoadResult.Reason.NOT_FOUND;
+      case INVALID_OBJECT -> KvLoadResult.Reason.INVALID_OBJECT;
+      case REJECTED -> KvLoadResult.Reason.REJECTED;
+      case CANCELLED -> KvLoadResult.Reason.CANCELLED;
+      case STORE_FULL, OTHER -> KvLoadResult.Reason.ERROR; // a get does not fill a store: a frame over the size limit
+    };
+  }
 }

@@ -1,11 +1,10 @@
 package io.moemesh.engine.cli;
 
-import io.moemesh.engine.DeepseekRunner;
 import io.moemesh.engine.Engine;
+import io.moemesh.engine.EngineSpec;
 import io.moemesh.engine.EngineStats;
 import io.moemesh.engine.GenerationRequest;
 import io.moemesh.engine.KvCacheConfig;
-import io.moemesh.engine.KvConnector;
 import io.moemesh.engine.RequestOutput;
 import io.moemesh.engine.RequestStream;
 import io.moemesh.engine.SchedulerConfig;
@@ -221,8 +220,8 @@ final class GenerateCommand implements Callable<Integer> {
     System.err.println("prompt ids: " + Arrays.toString(prompt));
     long start = System.nanoTime(), firstToken = 0;
     EngineStats stats;
-    try (Engine engine = Engine.create(model, model.localExperts(), SchedulerConfig.defaults(), new KvCacheConfig(pages, PAGE_SIZE, false),
-            KvConnector.NONE, null, DeepseekRunner.DEFAULT_MICRO_BATCH_THRESHOLD, k)) {
+    try (Engine engine = Engine.create(EngineSpec.of(model, SchedulerConfig.defaults(), new KvCacheConfig(pages, PAGE_SIZE, false))
+        .withSpeculativeTokens(k))) {
       RequestStream stream = engine.submit(GenerationRequest.of("generate", prompt, params, maxNew));
       for (RequestOutput out; ; ) {
         out = stream.next(Duration.ofHours(1));
