@@ -227,39 +227,6 @@ class PlacementCoordinatorTest {
     }
 
     @Test
-    void aHungShardIsLostOnceSilentPastTheBoundWithoutWaitingOutItsCallsAndBackWhenItAnswers() {
-      var watching = new PlacementCoordinator(new ArrayList<>(shards), INITIAL, POLICY, 3, 0, Duration.ofNanos(1), Duration.ofMillis(20));
-      assertThat(watching.heartbeat().outcome()).isEqualTo(Outcome.UNCHANGED);
-      var stopped = new java.util.concurrent.CountDownLatch(1);
-      shards.get(1).hung = stopped;
-      var h = watching.heartbeat();
-      assertThat(h.lost()).as("its heartbeat is still waiting, and it has been silent past the bound: lost, with no failed call")
-          .containsOnlyKeys(1);
-      assertThat(h.lost().get(1)).startsWith("silent: no answer for");
-      assertThat(h.outcome()).as(h.detail()).isEqualTo(Outcome.REPLACED);
-      assertThat(watching.active().slotToShard()).containsOnly(0);
-      stopped.countDown(); // SIGCONT: the call under way answers
-      shards.get(1).hung = null;
-      var back = watching.heartbeat();
-      assertThat(back.back()).containsExactly(1);
-      assertThat(back.outcome()).as(back.detail()).isEqualTo(Outcome.REHOMED);
-    }
-
-    @Test
-    void aShardWhoseHeartbeatIsLateButWithinTheSilenceBoundIsNotLost() {
-      var patient = new PlacementCoordinator(new ArrayList<>(shards), INITIAL, POLICY, 3, 0, Duration.ofDays(1), Duration.ofMillis(20));
-      patient.heartbeat();
-      var slow = new java.util.concurrent.CountDownLatch(1);
-      shards.get(1).hung = slow;
-      for (int i = 0; i < 5; i++) assertThat(patient.heartbeat().lost()).as("a late answer is no miss").isEmpty();
-      assertThat(patient.liveShards()).isEqualTo(2);
-      slow.countDown();
-      shards.get(1).hung = null;
-      assertThat(patient.heartbeat().outcome()).isEqualTo(Outcome.UNCHANGED);
-      assertThat(patient.active().isHome()).isTrue();
-    }
-
-    @Test
     void aShardThatMissesThreeHeartbeatsIsLostAndItsSlotsAreHostedOnTheLiveOne() {
       assertThat(beats(5).outcome()).as("every shard answers: nothing to do").isEqualTo(Outcome.UNCHANGED);
       shards.get(1).down = true;
