@@ -213,12 +213,15 @@ class ShardLossMeshTest {
   void aHungShardIsLostWithinTheSilenceBoundAndNewRequestsAreServedWithoutIt() throws Exception {
     List<int[]> prompts = IntStream.range(0, STREAMS).mapToObj(i -> prompt(940 + i, 6 + 5 * i)).toList();
     int[] late = prompt(991, 13);
+    String losses = "moemesh_expert_shard_losses_total{shard=\"1\"}";
+    double lossesBefore = ExpertParallelMeshTest.counter(shard0, losses);
     List<String> reference = new ArrayList<>();
     for (var s : startStreams(prompts)) reference.add(s.join().text());
     String lateReference = complete(late).text;
     List<Stream> streams = startStreams(prompts);
     await().atMost(Duration.ofMinutes(1)).until(() -> streams.stream().allMatch(s -> s.events.size() >= 10));
     assertThat(streams).as("all still running at the stop").noneMatch(s -> s.done.isDone());
+    assertThat(ExpertParallelMeshTest.counter(shard0, losses)).as("no loss while the streams load the shards").isEqualTo(lossesBefore);
     LocalDateTime stoppedAt = LocalDateTime.now();
     long stop = System.nanoTime();
     shard1.pause(); // SIGSTOP: its connections stay open and nothing answers (the layer timeout is 30 s)
@@ -248,6 +251,7 @@ class ShardLossMeshTest {
     await().atMost(Duration.ofMinutes(1)).pollInterval(Duration.ofMillis(250)).ignoreExceptions()
         .until(() -> info(shard0).getActivePlacement().getSlotToShardCount() == 0 && ExpertParallelMeshTest.counter(shard0, "moemesh_expert_live_shards") == 2);
     assertThat(shard0.logText()).contains("failover: routed shard 1 at localhost:" + shard1.grpcPort + " answers again");
+    assertThat(ExpertParallelMeshTest.counter(shard0, losses)).as("lost once").isEqualTo(lossesBefore + 1);
     Completion again = complete(late);
     assertThat(again.text).as(again.body).isEqualTo(lateReference);
   }
