@@ -40,6 +40,7 @@ public class BalancerLoop {
   @Inject MeterRegistry registry;
 
   private final List<ShardClient> shards = new ArrayList<>();
+  private Duration silence, roundWait; // the failover's: a hung shard is lost once silent this long; a heartbeat waits this long
   private ScheduledExecutorService timer;
   private volatile PlacementCoordinator coordinator;
   private volatile Round measured; // the last round that read the load
@@ -58,6 +59,11 @@ public class BalancerLoop {
     if ((interval.isZero() || !meshKnown) && !failover) return; // without peers a shard other than 0 leaves it to shard 0
     // a dead process refuses at once; the deadline is for a hung one, and long enough for a busy one's event loop
     Duration heartbeatDeadline = heartbeat.multipliedBy(2).compareTo(Duration.ofSeconds(2)) < 0 ? Duration.ofSeconds(2) : heartbeat.multipliedBy(2);
+    // a heartbeat waits one interval for answers and leaves a late call under way, so a shard that answers within the
+    // deadline is heard from at least every deadline + 2 intervals; a hung one answers nothing: lost once silent past
+    // the deadline and `misses` intervals more (2 s + 3 × 500 ms), without waiting out a deadline per miss
+    silence = heartbeatDeadline.plus(heartbeat.multipliedBy(config.failover().misses()));
+    roundWait = heartbeat;
     for (int s = 0; s < peers.size(); s++)
       shards.add(new GrpcShardClient(s, peers.get(s).trim(), config.balancer().timeout(), heartbeatDeadline));
     gauge("moemesh_expert_balancedness", "Mean over max routed tokens per shard, summed over MoE layers, for the current window",
@@ -82,8 +88,8 @@ public class BalancerLoop {
     if (!interval.isZero() && meshKnown) timer.scheduleWithFixedDelay(this::tick, interval.toMillis(), interval.toMillis(), TimeUnit.MILLISECONDS);
     if (failover) timer.scheduleWithFixedDelay(this::heartbeat, heartbeat.toMillis(), heartbeat.toMillis(), TimeUnit.MILLISECONDS);
     LOG.infof("placement coordinator on shard %d (coordinates while no lower shard is live): balancer %s, failover %s (lost after %d"
-        + " missed heartbeats) over %s", config.shard(), interval.isZero() ? "off" : "every " + interval,
-        failover ? "heartbeat every " + heartbeat : "off", config.failover().misses(), peers);
+        + " failed heartbeats in a row or %d ms without an answer) over %s", config.shard(), interval.isZero() ? "off" : "every " + interval,
+        failover ? "heartbeat every " + heartbeat : "off", config.failover().misses(), silence.toMillis(), peers);
   }
 
   void stop(@Observes ShutdownEvent event) {
@@ -102,7 +108,8 @@ public class BalancerLoop {
     if (coordinator == null && host.isReady())
       coordinator = new PlacementCoordinator(shards, host.held().placement(),
           new PlacementCoordinator.Policy(config.balancer().settle(), config.balancer().minGain(), config.balancer().minTokens()),
-          config.failover().misses(), config.shard());
+          config.failover().misses(), config.shard(), silence == null ? Duration.ofDays(1) : silence,
+          roundWait == null ? Duration.ofSeconds(30) : roundWait);
     return coordinator;
   }
 
@@ -114,8 +121,8 @@ public class BalancerLoop {
       Heartbeat h = c.heartbeat();
       h.lost().forEach((shard, why) -> {
         registry.counter("moemesh_expert_shard_losses_total", "shard", String.valueOf(shard)).increment();
-        LOG.warnf("failover: routed shard %d at %s is lost (%d heartbeats missed, last: %s); its slots move to the live shards",
-            shard, config.peers().orElseThrow().get(shard).trim(), config.failover().misses(), why);
+        LOG.warnf("failover: routed shard %d at %s is lost (%s); its slots move to the live shards", shard,
+            config.peers().orElseThrow().get(shard).trim(), why.startsWith("silent: ") ? why : config.failover().misses() + " heartbeats missed, last: " + why);
       });
       h.back().forEach(shard -> LOG.infof("failover: routed shard %d at %s answers again", shard, config.peers().orElseThrow().get(shard).trim()));
       if (!h.detail().isEmpty() && (h.outcome() == Outcome.FOLLOWING || h.outcome() == Outcome.UNCHANGED)) LOG.infof("failover: %s", h.detail());

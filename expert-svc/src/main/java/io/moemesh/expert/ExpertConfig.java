@@ -65,15 +65,17 @@ public interface ExpertConfig {
    */
   interface Failover {
     /**
-     * How often this shard asks every routed shard for Info; a shard that misses {@link #misses()} in a row is lost and
-     * its slots are hosted on the live shards, until it answers again. 0: no failover (a lost shard's experts wait
-     * for it). Each heartbeat's deadline is twice this, at least 2 s (a dead process refuses at once; the
-     * deadline is for a hung one). A shard counts as lost only once it has answered: one still loading is starting.
+     * How often this shard asks every routed shard for Info; a shard whose heartbeats fail {@link #misses()} in a row
+     * (refused, an error, the deadline passed), or that has answered nothing for the deadline plus {@link #misses()}
+     * intervals while a heartbeat waits on it (hung: 2 s + 3 × 500 ms), is lost and its slots are hosted on the live
+     * shards, until it answers again. 0: no failover (a lost shard's experts wait for it). Each heartbeat's deadline is
+     * twice this, at least 2 s; a heartbeat waits one interval for answers and leaves a late one under way. A shard
+     * counts as lost only once it has answered: one still loading is starting.
      */
     @WithDefault("500ms")
     Duration heartbeat();
 
-    /** Heartbeats in a row a shard must miss to count as lost (a busy shard answers late, a dead one never). */
+    /** Heartbeats in a row a shard must fail to count as lost (a busy shard answers late, a dead one never); also sets the silence bound. */
     @WithDefault("3")
     int misses();
   }

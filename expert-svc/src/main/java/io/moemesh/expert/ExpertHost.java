@@ -45,7 +45,6 @@ public class ExpertHost {
   private static final java.time.Duration PEER_TIMEOUT = java.time.Duration.ofSeconds(5); // a peer's Info at startup
   @Inject ExpertConfig config;
   @Inject ExpertMetrics metrics;
-  @Inject FrameSpans spans;
 
   private final ExecutorService compute = Executors.newSingleThreadExecutor(Thread.ofPlatform().name("expert-compute").factory());
   private volatile Kernels kernels;
@@ -137,16 +136,25 @@ public class ExpertHost {
     return load;
   }
 
-  /** Runs a dispatch frame (on the compute thread): one output row per assignment, or an error frame saying why. */
-  CombineFrame routed(DispatchFrame frame) {
+  /**
+   * Runs a dispatch frame (on the compute thread) that arrived at {@code arrivedNanos}: one output row per assignment, or
+   * an error frame saying why; counted into its step's span on {@code steps}.
+   */
+  CombineFrame routed(DispatchFrame frame, long arrivedNanos, StepSpans.Stream steps) {
+    Span span = steps.begin(frame.getTraceparent(), arrivedNanos);
     long start = System.nanoTime();
-    var span = spans.start(FrameSpans.DISPATCH, frame.getTraceparent(), frame.getLayerId(), config.shard(), frame.getSerializedSize());
-    try (Scope ignored = FrameSpans.current(span)) { // around the catch too: its log line carries the frame's trace
-      return computeRouted(frame, span, start);
+    try (Scope ignored = StepSpans.current(span)) { // around the catch too: its log line carries the frame's trace
+      Computed c = computeRouted(frame, start);
+      steps.done(new StepSpans.Frame(frame.getLayerId(), frame.getPlacementVersion(), c.tokens, c.rows, frame.getSerializedSize(),
+          c.answer.getSerializedSize(), arrivedNanos, start, System.nanoTime(), c.answer.getError().isEmpty() ? null : c.answer.getError()));
+      return c.answer;
     }
   }
 
-  private CombineFrame computeRouted(DispatchFrame frame, Span span, long start) {
+  /** A frame's answer, and the tokens it dispatched and the rows it answered (0 for an error). */
+  private record Computed(CombineFrame answer, long tokens, long rows) {}
+
+  private Computed computeRouted(DispatchFrame frame, long start) {
     try (TensorArena scratch = TensorArena.confined()) {
       if (config.role() != ExpertConfig.Role.ROUTED) throw new IllegalArgumentException("this is a shared-expert service: send SharedFrames");
       Held h = held();
@@ -169,27 +177,28 @@ public class ExpertHost {
       metrics.frame("routed", frame.getSerializedSize(), dispatch.numAssignments(), System.nanoTime() - start);
       metrics.dispatchParts("routed", frame.getHidden().getData().size(), frame.getScales().getData().size(),
           frame.getExperts().getData().size() + frame.getExpertEnds().getData().size() + frame.getTokenIndex().getData().size());
-      span.setAttribute(FrameSpans.ROWS, (long) dispatch.numAssignments()).setAttribute(FrameSpans.EXPERTS, (long) groups.experts().length)
-          .setAttribute(FrameSpans.PLACEMENT_VERSION, frame.getPlacementVersion()).end();
-      return CombineFrame.newBuilder().setSeq(frame.getSeq()).setOutputs(KernelTensors.write(out)).build();
+      return new Computed(CombineFrame.newBuilder().setSeq(frame.getSeq()).setOutputs(KernelTensors.write(out)).build(), hidden.dim(0),
+          dispatch.numAssignments());
     } catch (RuntimeException e) {
       metrics.failed("routed");
       failed("dispatch", frame.getSeq(), frame.getLayerId(), e);
-      FrameSpans.failed(span, message(e));
-      return CombineFrame.newBuilder().setSeq(frame.getSeq()).setError(message(e)).build();
+      return new Computed(CombineFrame.newBuilder().setSeq(frame.getSeq()).setError(message(e)).build(), 0, 0);
     }
   }
 
-  /** Runs a shared-experts frame (on the compute thread): one output row per token. */
-  CombineFrame shared(SharedFrame frame) {
+  /** Runs a shared-experts frame (on the compute thread) that arrived at {@code arrivedNanos}: one output row per token. */
+  CombineFrame shared(SharedFrame frame, long arrivedNanos, StepSpans.Stream steps) {
+    Span span = steps.begin(frame.getTraceparent(), arrivedNanos);
     long start = System.nanoTime();
-    var span = spans.start(FrameSpans.SHARED, frame.getTraceparent(), frame.getLayerId(), -1, frame.getSerializedSize());
-    try (Scope ignored = FrameSpans.current(span)) {
-      return computeShared(frame, span, start);
+    try (Scope ignored = StepSpans.current(span)) {
+      Computed c = computeShared(frame, start);
+      steps.done(new StepSpans.Frame(frame.getLayerId(), -1, c.tokens, c.rows, frame.getSerializedSize(), c.answer.getSerializedSize(),
+          arrivedNanos, start, System.nanoTime(), c.answer.getError().isEmpty() ? null : c.answer.getError()));
+      return c.answer;
     }
   }
 
-  private CombineFrame computeShared(SharedFrame frame, Span span, long start) {
+  private Computed computeShared(SharedFrame frame, long start) {
     try (TensorArena scratch = TensorArena.confined()) {
       if (config.role() != ExpertConfig.Role.SHARED) throw new IllegalArgumentException("this is a routed-expert shard: send DispatchFrames");
       Held h = held();
@@ -215,13 +224,12 @@ public class ExpertHost {
       }
       metrics.frame("shared", frame.getSerializedSize(), hidden.dim(0), System.nanoTime() - start);
       metrics.dispatchParts("shared", frame.getHidden().getData().size(), frame.getScales().getData().size(), 0);
-      span.setAttribute(FrameSpans.ROWS, (long) hidden.dim(0)).end();
-      return CombineFrame.newBuilder().setSeq(frame.getSeq()).setOutputs(KernelTensors.write(wire)).build();
+      return new Computed(CombineFrame.newBuilder().setSeq(frame.getSeq()).setOutputs(KernelTensors.write(wire)).build(), hidden.dim(0),
+          hidden.dim(0));
     } catch (RuntimeException e) {
       metrics.failed("shared");
       failed("shared", frame.getSeq(), frame.getLayerId(), e);
-      FrameSpans.failed(span, message(e));
-      return CombineFrame.newBuilder().setSeq(frame.getSeq()).setError(message(e)).build();
+      return new Computed(CombineFrame.newBuilder().setSeq(frame.getSeq()).setError(message(e)).build(), 0, 0);
     }
   }
 

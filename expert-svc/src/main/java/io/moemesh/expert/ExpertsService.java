@@ -31,16 +31,24 @@ import java.util.Arrays;
 public class ExpertsService implements Experts {
   @Inject ExpertHost host;
   @Inject BalancerLoop balancer;
+  @Inject StepSpans spans;
 
   @Override
   public Multi<CombineFrame> dispatch(Multi<DispatchFrame> frames) {
-    return frames.emitOn(host.executor()).map(host::routed);
+    StepSpans.Stream steps = spans.stream(StepSpans.DISPATCH, host.config().shard(), host.executor());
+    return frames.map(f -> new Arrived<>(f, System.nanoTime())).emitOn(host.executor()).map(a -> host.routed(a.frame, a.nanos, steps))
+        .onTermination().invoke(steps::close);
   }
 
   @Override
   public Multi<CombineFrame> shared(Multi<SharedFrame> frames) {
-    return frames.emitOn(host.executor()).map(host::shared);
+    StepSpans.Stream steps = spans.stream(StepSpans.SHARED, -1, host.executor());
+    return frames.map(f -> new Arrived<>(f, System.nanoTime())).emitOn(host.executor()).map(a -> host.shared(a.frame, a.nanos, steps))
+        .onTermination().invoke(steps::close);
   }
+
+  /** A frame and when it arrived, before it queues for the compute thread. */
+  private record Arrived<F>(F frame, long nanos) {}
 
   @Override
   public Uni<ExpertServiceInfo> info(InfoRequest request) {

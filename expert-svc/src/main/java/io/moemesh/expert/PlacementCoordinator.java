@@ -14,9 +14,13 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executor;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * Live rebalancing: one {@link #round()} per balancer interval, by the coordinating shard (routed shard 0 while
@@ -42,7 +46,8 @@ import java.util.concurrent.Future;
  * <pre>
  *   Info from every shard, at once ── a peer publishes a newer active placement ──▶ adopted as this shard's active
  *   the lowest-numbered live shard in this view? ── no ──▶ FOLLOWING (watch only)
- *   Info from every shard ── {@code misses} in a row ──▶ lost ──▶ ShardFailover.hosts: its slots hosted on live shards
+ *   Info from every shard ── {@code misses} in a row failed, or nothing answered for {@code silence} ──▶ lost
+ *                                                      ──▶ ShardFailover.hosts: its slots hosted on live shards
  *                        └─ a lost shard answers again ──▶ back ──▶ ShardFailover.hosts: its slots home again
  *   a shard that has never answered counts as starting, unless the placement in use hosts its slots elsewhere ──▶ lost
  *   new hosts, at a version never prepared before ── Prepare on every live shard ── all answered ──▶ active (REPLACED | REHOMED)
@@ -88,9 +93,13 @@ final class PlacementCoordinator {
    */
   record Heartbeat(Outcome outcome, Placement active, java.util.Map<Integer, String> lost, List<Integer> back, String detail) {}
 
+  private static final Executor HEARTBEATS = Executors.newVirtualThreadPerTaskExecutor();
   private final List<ShardClient> shards;
   private final Policy policy;
   private final ShardLiveness liveness;
+  private final Duration roundWait; // how long a heartbeat waits for answers before it decides on those it has
+  private final CompletableFuture<Answer>[] inFlight; // [shard] its heartbeat call still under way, across heartbeats
+
   private final int self; // this shard's index
   private volatile boolean coordinating; // this shard is the lowest-numbered live one in its view (shard 0 until a heartbeat says otherwise)
   private volatile Placement active;
@@ -110,6 +119,16 @@ final class PlacementCoordinator {
    * @param self the index of the shard this coordinator runs on
    */
   PlacementCoordinator(List<ShardClient> shards, Placement initial, Policy policy, int misses, int self) {
+    this(shards, initial, policy, misses, self, Duration.ofDays(1), Duration.ofSeconds(30));
+  }
+
+  /**
+   * @param silence how long a shard may answer nothing while a heartbeat waits on it before it counts as lost (a hung
+   *     process answers nothing, and a heartbeat that waits on it stays under way across heartbeats until its deadline)
+   * @param roundWait how long a heartbeat waits for the shards' answers; one not in by then is decided on later
+   */
+  @SuppressWarnings("unchecked")
+  PlacementCoordinator(List<ShardClient> shards, Placement initial, Policy policy, int misses, int self, Duration silence, Duration roundWait) {
     if (self < 0 || self >= shards.size()) throw new IllegalArgumentException("shard " + self + " of " + shards.size());
     this.self = self;
     this.coordinating = self == 0;
@@ -119,8 +138,13 @@ final class PlacementCoordinator {
     this.active = initial;
     this.newestVersion = initial.version();
     this.policy = policy;
-    this.liveness = new ShardLiveness(shards.size(), misses);
+    this.liveness = new ShardLiveness(shards.size(), misses, silence);
+    this.roundWait = roundWait;
+    this.inFlight = new CompletableFuture[shards.size()];
   }
+
+  /** A heartbeat's answer and when it came. */
+  private record Answer(ExpertServiceInfo info, long at) {}
 
   /** The placement attention replicas should use: every shard holds its experts. */
   Placement active() {
@@ -145,19 +169,30 @@ final class PlacementCoordinator {
   Heartbeat heartbeat() {
     ExpertServiceInfo[] infos = new ExpertServiceInfo[shards.size()];
     String[] misses = new String[shards.size()];
-    try (var calls = Executors.newVirtualThreadPerTaskExecutor()) { // a hung shard costs one deadline, not one per shard
-      List<Future<ExpertServiceInfo>> answers = new ArrayList<>();
-      for (ShardClient shard : shards) answers.add(calls.submit(shard::heartbeat));
-      for (int s = 0; s < shards.size(); s++) {
-        try {
-          infos[s] = answers.get(s).get();
-        } catch (ExecutionException e) {
-          misses[s] = message(e.getCause());
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-          misses[s] = "interrupted";
-        }
+    long[] at = new long[shards.size()];
+    boolean[] waiting = new boolean[shards.size()]; // its call is still under way: no verdict yet, unless silent too long
+    for (int s = 0; s < shards.size(); s++) { // at once: a hung shard costs one wait, not one per shard
+      ShardClient shard = shards.get(s);
+      if (inFlight[s] == null) inFlight[s] = CompletableFuture.supplyAsync(() -> new Answer(shard.heartbeat(), System.nanoTime()), HEARTBEATS);
+    }
+    long until = System.nanoTime() + roundWait.toNanos();
+    for (int s = 0; s < shards.size(); s++) {
+      try {
+        Answer a = inFlight[s].get(Math.max(0, until - System.nanoTime()), TimeUnit.NANOSECONDS);
+        infos[s] = a.info;
+        at[s] = a.at;
+      } catch (ExecutionException e) {
+        misses[s] = message(e.getCause());
+        at[s] = System.nanoTime();
+      } catch (TimeoutException e) {
+        waiting[s] = true;
+        continue;
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        misses[s] = "interrupted";
+        at[s] = System.nanoTime();
       }
+      inFlight[s] = null;
     }
     var lost = new java.util.TreeMap<Integer, String>();
     List<Integer> back = new ArrayList<>();
@@ -166,7 +201,14 @@ final class PlacementCoordinator {
       ExpertServiceInfo info = infos[s];
       if (info != null && (info.getRole() != ExpertRole.EXPERT_ROLE_ROUTED || info.getShard() != s))
         misses[s] = "answered as " + info.getRole() + " shard " + info.getShard();
-      boolean answered = misses[s] == null || s == self; // this shard runs this code: it is live in its own view
+      if (waiting[s] && s != self) { // this shard runs this code: it is live in its own view
+        long now = System.nanoTime();
+        double silent = liveness.silentSeconds(s, now);
+        if (liveness.unanswered(s, now) == ShardLiveness.Change.LOST)
+          lost.put(s, String.format("silent: no answer for %.1f s, a heartbeat waiting on it", silent));
+        continue;
+      }
+      boolean answered = misses[s] == null || s == self;
       if (answered && info != null) {
         newestVersion = Math.max(newestVersion, info.getPlacementVersion());
         if (info.hasActivePlacement()) {
@@ -178,7 +220,7 @@ final class PlacementCoordinator {
           }
         }
       }
-      switch (liveness.record(s, answered)) {
+      switch (liveness.record(s, answered, at[s] == 0 ? System.nanoTime() : at[s])) {
         case LOST -> lost.put(s, misses[s]);
         case BACK -> back.add(s);
         case NONE -> {}
@@ -186,8 +228,8 @@ final class PlacementCoordinator {
     }
     Placement current = active;
     for (int s = 0; s < shards.size(); s++) // a shard the placement in use already re-hosts was lost before this shard started
-      if (misses[s] != null && s != self && liveness.neverAnswered(s) && hostsNothing(current, s) && liveness.lostBeforeAnswering(s))
-        lost.put(s, misses[s] + "; it has not answered since this shard started, and placement version " + current.version()
+      if ((misses[s] != null || waiting[s]) && s != self && liveness.neverAnswered(s) && hostsNothing(current, s) && liveness.lostBeforeAnswering(s))
+        lost.put(s, (waiting[s] ? "no answer yet" : misses[s]) + "; it has not answered since this shard started, and placement version " + current.version()
             + " hosts its slots elsewhere");
     boolean[] live = liveness.live();
     coordinating = coordinator(live) == self;

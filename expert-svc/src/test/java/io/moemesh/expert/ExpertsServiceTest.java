@@ -27,6 +27,7 @@ import io.moemesh.proto.expert.v1.LayerSlots;
 import io.moemesh.proto.expert.v1.PlacementTable;
 import io.moemesh.proto.expert.v1.SharedFrame;
 import io.moemesh.proto.tensor.WireTensors;
+import io.moemesh.telemetry.ExpertStepAttributes;
 import io.moemesh.telemetry.testing.InMemorySpans;
 import io.opentelemetry.api.trace.Span;
 import io.opentelemetry.api.trace.SpanKind;
@@ -128,40 +129,87 @@ class ExpertsServiceTest {
   }
 
   @Test
-  void aTracedFrameIsASpanOfTheCallersStepAndAnUntracedOneNone() {
+  void eachTracedStepOfAStreamIsOneSpanOfTheCallersStepAndAnUntracedOneNone() {
     int[] held = placement.expertsOnShard(layer, 0);
-    Span step = tracer.spanBuilder("test step").startSpan();
-    step.end();
-    String traceparent = "00-" + step.getSpanContext().getTraceId() + "-" + step.getSpanContext().getSpanId() + "-01";
+    int otherLayer = IntStream.range(layer + 1, 99).filter(config::isMoeLayer).findFirst().orElseThrow();
+    String first = traceparent(tracer.spanBuilder("test step 1").startSpan()), second = traceparent(tracer.spanBuilder("test step 2").startSpan());
     spans.reset();
     try (TensorArena arena = TensorArena.confined()) {
       ExpertDispatch d = dispatch(arena, 5, held, 31);
       var untraced = frame(1, d);
       var malformed = untraced.toBuilder().setSeq(2).setTraceparent("00-not-a-trace-01").build();
-      var unsampled = untraced.toBuilder().setSeq(3).setTraceparent(traceparent.substring(0, traceparent.length() - 2) + "00").build();
-      var traced = untraced.toBuilder().setSeq(4).setTraceparent(traceparent).build();
-      assertThat(send(List.of(untraced, malformed, unsampled, traced))).extracting(CombineFrame::getError).containsOnly("");
+      var unsampled = untraced.toBuilder().setSeq(3).setTraceparent(first.substring(0, first.length() - 2) + "00").build();
+      var step1Layer = untraced.toBuilder().setSeq(4).setTraceparent(first).build();
+      var step1OtherLayer = step1Layer.toBuilder().setSeq(5).setLayerId(otherLayer).build();
+      var step2 = untraced.toBuilder().setSeq(6).setTraceparent(second).build();
+      List<CombineFrame> answers = send(List.of(untraced, malformed, unsampled, step1Layer, step1OtherLayer, step2));
+      assertThat(answers).extracting(CombineFrame::getError).containsOnly("");
 
-      SpanData span = InMemorySpans.awaitSpan(spans, s -> s.getName().equals(FrameSpans.DISPATCH));
+      List<SpanData> steps = InMemorySpans.awaitSpans(spans, s -> s.getName().equals(StepSpans.DISPATCH), 2);
+      SpanData span = steps.stream().filter(s -> s.getParentSpanId().equals(spanId(first))).findFirst().orElseThrow();
       assertThat(span.getKind()).isEqualTo(SpanKind.SERVER);
-      assertThat(span.getTraceId()).isEqualTo(step.getSpanContext().getTraceId());
-      assertThat(span.getParentSpanId()).as("the step's span, not the stream's").isEqualTo(step.getSpanContext().getSpanId());
-      assertThat(span.getAttributes().get(FrameSpans.LAYER_ID)).isEqualTo(layer);
-      assertThat(span.getAttributes().get(FrameSpans.SHARD)).isZero();
-      assertThat(span.getAttributes().get(FrameSpans.ROWS)).isEqualTo(d.numAssignments());
-      assertThat(span.getAttributes().get(FrameSpans.EXPERTS)).isEqualTo(held.length);
-      assertThat(span.getAttributes().get(FrameSpans.BYTES)).isEqualTo(traced.getSerializedSize());
+      assertThat(span.getTraceId()).isEqualTo(first.substring(3, 35));
+      var a = span.getAttributes();
+      assertThat(a.get(ExpertStepAttributes.SHARD)).isZero();
+      assertThat(a.get(ExpertStepAttributes.FRAMES)).isEqualTo(2);
+      assertThat(a.get(ExpertStepAttributes.LAYERS)).isEqualTo(2);
+      assertThat(a.get(ExpertStepAttributes.LAYER_IDS)).containsExactly((long) layer, (long) otherLayer);
+      assertThat(a.get(ExpertStepAttributes.TOKENS)).isEqualTo(2 * 5);
+      assertThat(a.get(ExpertStepAttributes.ROWS)).isEqualTo(2L * d.numAssignments());
+      assertThat(a.get(ExpertStepAttributes.DISPATCH_SIZE)).isEqualTo((long) step1Layer.getSerializedSize() + step1OtherLayer.getSerializedSize());
+      assertThat(a.get(ExpertStepAttributes.COMBINE_SIZE)).as("what went back: BF16 rows (assignments × hidden × 2) and framing")
+          .isEqualTo((long) answers.get(3).getSerializedSize() + answers.get(4).getSerializedSize())
+          .isBetween(2L * d.numAssignments() * config.hiddenSize() * 2, 2L * d.numAssignments() * config.hiddenSize() * 2 + 2 * 64);
+      assertThat(a.get(ExpertStepAttributes.COMPUTE_DURATION)).isPositive();
+      assertThat(a.get(ExpertStepAttributes.QUEUE_DURATION)).isNotNegative();
+      assertThat(a.get(ExpertStepAttributes.PLACEMENT_VERSION)).isZero();
       assertThat(span.getStatus().getStatusCode()).isEqualTo(StatusCode.UNSET);
-      // frames run in order on one thread: the untraced, malformed and unsampled ones ended before the traced one
-      assertThat(spans.getFinishedSpanItems()).filteredOn(s -> s.getName().equals(FrameSpans.DISPATCH) || s.getName().equals(FrameSpans.SHARED)).singleElement().isEqualTo(span);
+      assertThat(span.getEndEpochNanos() - span.getStartEpochNanos()).as("from the first frame's arrival to the last answer")
+          .isGreaterThanOrEqualTo((long) (a.get(ExpertStepAttributes.COMPUTE_DURATION) * 1e9));
+      SpanData next = steps.stream().filter(s -> s.getParentSpanId().equals(spanId(second))).findFirst().orElseThrow();
+      assertThat(next.getAttributes().get(ExpertStepAttributes.FRAMES)).isEqualTo(1);
+      assertThat(next.getEndEpochNanos()).as("the next step's frame was computed after this one's").isGreaterThan(span.getEndEpochNanos());
+      // frames run in order on one thread: the untraced, malformed and unsampled ones made no span
+      assertThat(spans.getFinishedSpanItems()).filteredOn(s -> s.getName().equals(StepSpans.DISPATCH) || s.getName().equals(StepSpans.SHARED))
+          .hasSize(2);
     }
-    var refused = experts.shared(Multi.createFrom().item(SharedFrame.newBuilder().setSeq(9).setLayerId(layer).setTraceparent(traceparent).build()))
+    var refused = experts.shared(Multi.createFrom().item(SharedFrame.newBuilder().setSeq(9).setLayerId(layer).setTraceparent(first).build()))
         .collect().asList().await().atMost(TIMEOUT);
     assertThat(refused).singleElement().satisfies(f -> assertThat(f.getError()).isNotEmpty());
-    SpanData failed = InMemorySpans.awaitSpan(spans, s -> s.getName().equals(FrameSpans.SHARED));
-    assertThat(failed.getParentSpanId()).isEqualTo(step.getSpanContext().getSpanId());
+    SpanData failed = InMemorySpans.awaitSpan(spans, s -> s.getName().equals(StepSpans.SHARED));
+    assertThat(failed.getParentSpanId()).isEqualTo(spanId(first));
     assertThat(failed.getStatus().getStatusCode()).isEqualTo(StatusCode.ERROR);
     assertThat(failed.getStatus().getDescription()).contains("routed-expert shard");
+    assertThat(failed.getAttributes().get(ExpertStepAttributes.FAILED_FRAMES)).isEqualTo(1);
+    assertThat(failed.getEvents()).singleElement().satisfies(e -> assertThat(e.getName()).isEqualTo(StepSpans.FRAME_FAILED));
+  }
+
+  @Test
+  void aStepsSpanEndsWhenTheEngineGoesIdleWhileItsStreamStaysOpen() {
+    String step = traceparent(tracer.spanBuilder("test step").startSpan());
+    spans.reset();
+    var frames = io.smallrye.mutiny.operators.multi.processors.UnicastProcessor.<DispatchFrame>create();
+    var answers = new java.util.concurrent.CopyOnWriteArrayList<CombineFrame>();
+    var stream = experts.dispatch(frames).subscribe().with(answers::add, e -> {});
+    try (TensorArena arena = TensorArena.confined()) {
+      frames.onNext(frame(1, dispatch(arena, 3, placement.expertsOnShard(layer, 0), 17)).toBuilder().setTraceparent(step).build());
+      await().atMost(TIMEOUT).until(() -> answers.size() == 1);
+      SpanData span = InMemorySpans.awaitSpan(spans, s -> s.getName().equals(StepSpans.DISPATCH));
+      assertThat(span.getParentSpanId()).isEqualTo(spanId(step));
+      assertThat(span.getAttributes().get(ExpertStepAttributes.FRAMES)).isEqualTo(1);
+    } finally {
+      frames.onComplete();
+      stream.cancel();
+    }
+  }
+
+  private static String traceparent(Span step) {
+    step.end();
+    return "00-" + step.getSpanContext().getTraceId() + "-" + step.getSpanContext().getSpanId() + "-01";
+  }
+
+  private static String spanId(String traceparent) {
+    return traceparent.substring(36, 52);
   }
 
   @Test
@@ -196,12 +244,12 @@ class ExpertsServiceTest {
     } finally {
       logger.removeHandler(handler);
     }
-    SpanData span = InMemorySpans.awaitSpan(spans, s -> s.getName().equals(FrameSpans.DISPATCH));
+    SpanData span = InMemorySpans.awaitSpan(spans, s -> s.getName().equals(StepSpans.DISPATCH));
     assertThat(warnings).hasSize(2);
     String[] traced = warnings.poll(), untraced = warnings.poll();
     assertThat(traced[0]).contains("dispatch frame 1").contains("not a MoE layer");
     assertThat(traced[1]).as("the traced frame's warning: the caller's trace").isEqualTo(traceId);
-    assertThat(traced[2]).as("and the frame's span").isEqualTo(span.getSpanId());
+    assertThat(traced[2]).as("and its step's span on this shard").isEqualTo(span.getSpanId());
     assertThat(untraced[0]).contains("dispatch frame 2");
     assertThat(untraced[1]).as("the next, untraced frame's: no trace left over on the compute thread").isNotEqualTo(traceId);
   }

@@ -26,6 +26,7 @@ final class FakeShard implements ShardClient {
   long[] tokens = new long[EXPERTS];
   List<PlacementInUse> inUse = List.of();
   boolean down, failPrepare;
+  volatile java.util.concurrent.CountDownLatch hung; // set: heartbeats get no answer until it opens (SIGSTOP, then SIGCONT)
   int answersAs;
   java.util.function.Supplier<Placement> publishes = () -> null; // the coordinator on this shard, if any: its active placement
   java.util.function.Supplier<Placement> coordinatorActive = () -> INITIAL; // the test's coordinator's, when prepared
@@ -70,6 +71,19 @@ final class FakeShard implements ShardClient {
     Placement published = publishes.get();
     if (published != null) b.setActivePlacement(PlacementTables.toProto(published));
     return b.build();
+  }
+
+  @Override
+  public ExpertServiceInfo heartbeat() {
+    var h = hung;
+    if (h != null) {
+      try {
+        h.await();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+    return info();
   }
 
   @Override

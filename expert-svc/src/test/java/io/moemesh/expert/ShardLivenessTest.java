@@ -36,6 +36,21 @@ class ShardLivenessTest {
   }
 
   @Test
+  void aShardSilentPastTheBoundWhileAHeartbeatWaitsIsLostAndBackAtItsNextAnswer() {
+    long s = 1_000_000_000L;
+    var liveness = new ShardLiveness(2, 3, java.time.Duration.ofMillis(3500));
+    assertThat(liveness.unanswered(1, 0)).as("never answered: starting, not silent").isEqualTo(Change.NONE);
+    assertThat(liveness.record(1, true, 10 * s)).isEqualTo(Change.NONE);
+    assertThat(liveness.unanswered(1, 13 * s)).as("3 s without an answer").isEqualTo(Change.NONE);
+    assertThat(liveness.silentSeconds(1, 13 * s)).isEqualTo(3.0);
+    assertThat(liveness.unanswered(1, 13 * s + s / 2)).isEqualTo(Change.LOST);
+    assertThat(liveness.unanswered(1, 20 * s)).as("lost once").isEqualTo(Change.NONE);
+    assertThat(liveness.record(1, false, 21 * s)).as("its late call failing changes nothing").isEqualTo(Change.NONE);
+    assertThat(liveness.record(1, true, 22 * s)).isEqualTo(Change.BACK);
+    assertThat(liveness.unanswered(1, 25 * s)).isEqualTo(Change.NONE);
+  }
+
+  @Test
   void atLeastOneMissIsNeeded() {
     assertThatThrownBy(() -> new ShardLiveness(2, 0)).hasMessageContaining("at least 1");
   }

@@ -7,7 +7,7 @@ import io.grpc.StatusRuntimeException;
 import io.grpc.stub.StreamObserver;
 import io.moemesh.engine.experts.ExpertOutputs;
 import io.moemesh.engine.experts.ExpertTransport;
-import io.moemesh.enginehost.telemetry.StepTracing;
+import io.moemesh.enginehost.telemetry.ExpertStepSpans;
 import io.moemesh.enginehost.wire.WireDTypes;
 import io.moemesh.kernels.Tensor;
 import io.moemesh.model.Precision;
@@ -34,8 +34,8 @@ import org.jboss.logging.Logger;
  * The expert services over gRPC: one bidirectional stream per service, opened on first use and again after it
  * breaks; frames carry a sequence number, answers complete the matching future. A broken stream fails the
  * frames in flight with the service's address and status (the step that needed them fails; the next one
- * reopens the stream). Each frame carries the W3C context of the step span current when it is sent
- * ({@link StepTracing}), empty when there is none, so the shard's span of it joins the request's trace.
+ * reopens the stream). Each frame carries the W3C context of its step's span of the traffic with that service
+ * ({@link ExpertStepSpans}), empty when the step is untraced, so the service's span of the step joins the request's trace.
  */
 public final class GrpcExpertTransport implements ExpertTransport {
   private static final Logger LOG = Logger.getLogger(GrpcExpertTransport.class);
@@ -47,10 +47,8 @@ public final class GrpcExpertTransport implements ExpertTransport {
   private GrpcExpertTransport(ExpertsSettings settings) {
     shards = new Link[settings.shards().size()];
     for (int s = 0; s < shards.length; s++)
-      shards[s] = new Link<>("routed shard " + s + " at " + settings.shards().get(s), channel(settings.shards().get(s)),
-          (stub, answers) -> stub.dispatch(answers));
-    shared = settings.sharedAddress().map(a -> new Link<SharedFrame>("shared experts at " + a, channel(a), (stub, answers) -> stub.shared(answers)))
-        .orElse(null);
+      shards[s] = new Link<>("routed shard " + s + " at ", settings.shards().get(s), (stub, answers) -> stub.dispatch(answers));
+    shared = settings.sharedAddress().map(a -> new Link<SharedFrame>("shared experts at ", a, (stub, answers) -> stub.shared(answers))).orElse(null);
   }
 
   /**
@@ -114,20 +112,22 @@ public final class GrpcExpertTransport implements ExpertTransport {
 
   @Override
   public CompletableFuture<ExpertOutputs> routed(int shard, ExpertDispatch d) {
+    var call = ExpertStepSpans.call(shards[shard].address, shard);
     var b = DispatchFrame.newBuilder().setLayerId(d.layerId()).setPlacementVersion(d.placementVersion()).setHidden(WireDTypes.write(d.hidden()))
-        .setTokenIndex(WireTensors.ints(d.tokenIndex())).setTraceparent(StepTracing.traceparent());
+        .setTokenIndex(WireTensors.ints(d.tokenIndex())).setTraceparent(call.traceparent());
     var groups = ExpertDispatch.Groups.of(d.expertOffsets());
     b.setExperts(WireTensors.ints(groups.experts())).setExpertEnds(WireTensors.ints(groups.ends()));
     if (d.scales() != null) b.setScales(WireDTypes.write(d.scales()));
-    return shards[shard].send(seq -> b.setSeq(seq).build());
+    return shards[shard].send(seq -> b.setSeq(seq).build(), call, d.layerId(), d.hidden().dim(0), d.numAssignments());
   }
 
   @Override
   public CompletableFuture<ExpertOutputs> shared(int layerId, Tensor hidden, Tensor scales) {
     if (shared == null) throw new IllegalStateException("no shared-expert service is configured");
-    var b = SharedFrame.newBuilder().setLayerId(layerId).setHidden(WireDTypes.write(hidden)).setTraceparent(StepTracing.traceparent());
+    var call = ExpertStepSpans.call(shared.address, -1);
+    var b = SharedFrame.newBuilder().setLayerId(layerId).setHidden(WireDTypes.write(hidden)).setTraceparent(call.traceparent());
     if (scales != null) b.setScales(WireDTypes.write(scales));
-    return shared.send(seq -> b.setSeq(seq).build());
+    return shared.send(seq -> b.setSeq(seq).build(), call, layerId, hidden.dim(0), hidden.dim(0));
   }
 
   @Override
@@ -141,33 +141,41 @@ public final class GrpcExpertTransport implements ExpertTransport {
   }
 
   /** One stream to one expert service and the frames awaiting their answers. */
-  private static final class Link<F> {
+  private static final class Link<F extends com.google.protobuf.MessageLite> {
     interface Opener<F> {
       StreamObserver<F> open(ExpertsGrpc.ExpertsStub stub, StreamObserver<CombineFrame> answers);
     }
 
     final String name;
+    final String address;
     final ManagedChannel channel;
     private final Opener<F> opener;
-    private final Map<Long, CompletableFuture<ExpertOutputs>> pending = new ConcurrentHashMap<>();
+    private final Map<Long, Pending> pending = new ConcurrentHashMap<>();
     private final AtomicLong seq = new AtomicLong();
     private StreamObserver<F> requests; // guarded by this
 
-    Link(String name, ManagedChannel channel, Opener<F> opener) {
-      this.name = name;
-      this.channel = channel;
+    /** A frame awaiting its answer, and its step's call span. */
+    private record Pending(CompletableFuture<ExpertOutputs> answer, ExpertStepSpans.Call call, long sentNanos) {}
+
+    Link(String what, String address, Opener<F> opener) {
+      this.name = what + address;
+      this.address = address;
+      this.channel = channel(address);
       this.opener = opener;
     }
 
-    synchronized CompletableFuture<ExpertOutputs> send(Function<Long, F> frame) {
+    /** Sends the frame numbered by {@code frame}: one layer's {@code tokens} hidden rows, asking for {@code rows} output rows. */
+    synchronized CompletableFuture<ExpertOutputs> send(Function<Long, F> frame, ExpertStepSpans.Call call, int layerId, long tokens, long rows) {
       long n = seq.incrementAndGet();
       var answer = new CompletableFuture<ExpertOutputs>();
-      pending.put(n, answer);
+      F f = frame.apply(n);
+      call.sent(layerId, tokens, rows, f.getSerializedSize());
+      pending.put(n, new Pending(answer, call, System.nanoTime()));
       if (requests == null) {
         channel.resetConnectBackoff(); // a restarted service is tried at once, not after the backoff
         requests = opener.open(ExpertsGrpc.newStub(channel), new Answers());
       }
-      requests.onNext(frame.apply(n));
+      requests.onNext(f);
       return answer;
     }
 
@@ -175,8 +183,10 @@ public final class GrpcExpertTransport implements ExpertTransport {
       requests = null;
       String reason = why instanceof StatusRuntimeException e ? MeshChannels.describe(e.getStatus()) : String.valueOf(why);
       pending.keySet().forEach(k -> {
-        var f = pending.remove(k);
-        if (f != null) f.completeExceptionally(new IllegalStateException(name + ": " + reason, why));
+        var p = pending.remove(k);
+        if (p == null) return;
+        p.call.answered(p.sentNanos, 0, name + ": " + reason);
+        p.answer.completeExceptionally(new IllegalStateException(name + ": " + reason, why));
       });
     }
 
@@ -189,8 +199,10 @@ public final class GrpcExpertTransport implements ExpertTransport {
     private final class Answers implements StreamObserver<CombineFrame> {
       @Override
       public void onNext(CombineFrame frame) {
-        var f = pending.remove(frame.getSeq());
-        if (f == null) return; // its stream broke and it was failed already
+        var p = pending.remove(frame.getSeq());
+        if (p == null) return; // its stream broke and it was failed already
+        p.call.answered(p.sentNanos, frame.getSerializedSize(), frame.getError().isEmpty() ? null : frame.getError());
+        var f = p.answer;
         if (!frame.getError().isEmpty()) f.completeExceptionally(new IllegalStateException(name + ": " + frame.getError()));
         else {
           try {

@@ -18,8 +18,9 @@ import java.util.concurrent.ConcurrentHashMap;
  * The span {@value #NAME} of an engine step whose MoE layers call expert services (installed only then,
  * {@code EngineHost}): a child of the engine span of the step's first traced request ({@link EngineCallTracing}
  * registers each request's context here while its call lasts), linked to those of the others, current on the step
- * thread while the model runs. So the frames sent to expert services carry its W3C context ({@link #traceparent}) and
- * their spans on the shards are its children: gateway → decode → step → expert shards in one trace. A step of
+ * thread while the model runs. Its traffic with each expert service is a child span ({@link ExpertStepSpans}), whose W3C
+ * context the frames carry, so the services' spans of the step are its children: gateway → decode → step → experts
+ * dispatch → expert shard in one trace. A step of
  * untraced or unsampled requests makes no span, and its frames carry no context.
  */
 @Singleton
@@ -58,7 +59,8 @@ public class StepTracing implements StepObserver {
     if (parent == null) return Step.NONE;
     Span span = builder.setParent(parent).setAttribute(REQUESTS, (long) plan.chunks().size())
         .setAttribute(TOKENS, (long) plan.numScheduledTokens()).startSpan();
-    Scope scope = parent.with(span).makeCurrent();
+    var experts = new ExpertStepSpans(tracer);
+    Scope scope = experts.into(parent.with(span)).makeCurrent();
     return new Step() {
       @Override
       public void failed(RuntimeException failure) {
@@ -68,18 +70,9 @@ public class StepTracing implements StepObserver {
       @Override
       public void close() {
         scope.close();
+        experts.end();
         span.end();
       }
     };
-  }
-
-  /**
-   * The W3C {@code traceparent} of the current span ({@code 00-<trace id>-<span id>-01}) for a frame to an expert
-   * service, or "" when there is none or it is not sampled (the shard then makes no span).
-   */
-  public static String traceparent() {
-    SpanContext c = Span.current().getSpanContext();
-    if (!c.isValid() || !c.isSampled()) return "";
-    return "00-" + c.getTraceId() + "-" + c.getSpanId() + "-01";
   }
 }

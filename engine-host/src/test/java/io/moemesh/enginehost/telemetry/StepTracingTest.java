@@ -24,6 +24,7 @@ import io.moemesh.proto.expert.v1.ExpertServiceInfo;
 import io.moemesh.proto.expert.v1.ExpertsGrpc;
 import io.moemesh.proto.expert.v1.InfoRequest;
 import io.moemesh.proto.expert.v1.LayerExperts;
+import io.moemesh.telemetry.ExpertStepAttributes;
 import io.opentelemetry.api.trace.Span;
 import io.opentelemetry.api.trace.Tracer;
 import io.opentelemetry.context.Context;
@@ -41,7 +42,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * The step span and the context the frames to expert services carry, over real gRPC: a routed shard that records the
+ * The step span, its span of the traffic with each expert service and the context the frames carry, over real gRPC: a routed shard that records the
  * frames it is sent (and answers each with empty outputs) behind {@link GrpcExpertTransport}.
  */
 class StepTracingTest {
@@ -67,7 +68,7 @@ class StepTracingTest {
   }
 
   @Test
-  void aStepOfATracedRequestIsItsChildAndItsFramesCarryTheStepsContext() throws Exception {
+  void aStepOfATracedRequestIsItsChildAndItsFramesCarryTheContextOfItsCallToTheShard() throws Exception {
     var steps = new StepTracing(tracer);
     Span request = tracer.spanBuilder("decode tiny").startSpan();
     Span other = tracer.spanBuilder("decode tiny").startSpan();
@@ -76,24 +77,41 @@ class StepTracingTest {
     steps.started("r2", otherContext);
 
     try (StepObserver.Step step = steps.begin(plan("untraced", "r1", "r2"))) {
-      send();
+      send(1);
+      send(3);
     }
-    send(); // after the step: no context
+    send(1); // after the step: no context
     SpanData stepSpan = spans.getFinishedSpanItems().stream().filter(s -> s.getName().equals(StepTracing.NAME)).findFirst().orElseThrow();
     assertThat(stepSpan.getTraceId()).isEqualTo(request.getSpanContext().getTraceId());
     assertThat(stepSpan.getParentSpanId()).as("the first traced request's span").isEqualTo(request.getSpanContext().getSpanId());
     assertThat(stepSpan.getLinks()).extracting(l -> l.getSpanContext().getSpanId()).containsExactly(other.getSpanContext().getSpanId());
     assertThat(stepSpan.getAttributes().get(StepTracing.REQUESTS)).isEqualTo(3);
     assertThat(stepSpan.getAttributes().get(StepTracing.TOKENS)).isEqualTo(3);
-    assertThat(received).extracting(DispatchFrame::getTraceparent)
-        .containsExactly("00-" + stepSpan.getTraceId() + "-" + stepSpan.getSpanId() + "-01", "");
+    SpanData call = spans.getFinishedSpanItems().stream().filter(s -> s.getName().equals(ExpertStepSpans.DISPATCH)).findFirst().orElseThrow();
+    assertThat(call.getKind()).isEqualTo(io.opentelemetry.api.trace.SpanKind.CLIENT);
+    assertThat(call.getParentSpanId()).as("the step's traffic with shard 0").isEqualTo(stepSpan.getSpanId());
+    String traceparent = "00-" + call.getTraceId() + "-" + call.getSpanId() + "-01";
+    assertThat(received).extracting(DispatchFrame::getTraceparent).containsExactly(traceparent, traceparent, "");
+    var a = call.getAttributes();
+    assertThat(a.get(ExpertStepAttributes.SHARD)).isZero();
+    assertThat(a.get(ExpertStepAttributes.SERVER_ADDRESS)).isEqualTo("localhost:" + shard.getPort());
+    assertThat(a.get(ExpertStepAttributes.FRAMES)).isEqualTo(2);
+    assertThat(a.get(ExpertStepAttributes.LAYER_IDS)).containsExactly(1L, 3L);
+    assertThat(a.get(ExpertStepAttributes.LAYERS)).isEqualTo(2);
+    assertThat(a.get(ExpertStepAttributes.TOKENS)).isEqualTo(2);
+    assertThat(a.get(ExpertStepAttributes.ROWS)).isEqualTo(2);
+    assertThat(a.get(ExpertStepAttributes.DISPATCH_SIZE)).isEqualTo((long) received.get(0).getSerializedSize() + received.get(1).getSerializedSize());
+    assertThat(a.get(ExpertStepAttributes.COMBINE_SIZE)).isEqualTo(2L * answer(received.get(0)).getSerializedSize());
+    assertThat(a.get(ExpertStepAttributes.ROUND_TRIP_DURATION)).isPositive();
+    assertThat(call.getStatus().getStatusCode()).isEqualTo(io.opentelemetry.api.trace.StatusCode.UNSET);
+    assertThat(call.getEndEpochNanos()).as("at its last answer, within the step").isBetween(call.getStartEpochNanos(), stepSpan.getEndEpochNanos());
 
     steps.ended("r1", requestContext);
     steps.ended("r2", otherContext);
     spans.reset();
     try (StepObserver.Step step = steps.begin(plan("r1", "r2"))) {
       assertThat(step).as("no request of this step is traced any more").isSameAs(StepObserver.Step.NONE);
-      send();
+      send(1);
     }
     assertThat(spans.getFinishedSpanItems()).isEmpty();
     assertThat(received.getLast().getTraceparent()).isEmpty();
@@ -110,19 +128,25 @@ class StepTracingTest {
     try (StepObserver.Step step = steps.begin(plan("r1"))) {
       assertThat(step).isSameAs(StepObserver.Step.NONE);
       try (var ignored = Context.root().with(request).makeCurrent()) {
-        send(); // even with the unsampled span current
+        send(1); // even with the unsampled span current
       }
     }
     assertThat(spans.getFinishedSpanItems()).isEmpty();
     assertThat(received.getLast().getTraceparent()).isEmpty();
   }
 
-  /** Sends a one-token dispatch to shard 0 and waits for its answer. */
-  private void send() throws Exception {
+  /** Sends a one-token dispatch of {@code layerId} to shard 0 and waits for its answer. */
+  private void send(int layerId) throws Exception {
     try (TensorArena arena = TensorArena.confined()) {
       var hidden = arena.allocate(DType.F32, 1, 4);
-      transport.routed(0, new ExpertDispatch(1, 0, hidden, null, new int[] {0, 1}, new int[] {0})).get(5, TimeUnit.SECONDS);
+      transport.routed(0, new ExpertDispatch(layerId, 0, hidden, null, new int[] {0, 1}, new int[] {0})).get(5, TimeUnit.SECONDS);
     }
+  }
+
+  /** What {@link RecordingShard} answers {@code frame}: no rows. */
+  private static CombineFrame answer(DispatchFrame frame) {
+    return CombineFrame.newBuilder().setSeq(frame.getSeq()).setOutputs(Tensor.newBuilder()
+        .setDtype(io.moemesh.proto.common.v1.DType.DTYPE_F32).addShape(0).addShape(4)).build();
   }
 
   private static SchedulerOutput plan(String... requestIds) {
@@ -145,8 +169,7 @@ class StepTracingTest {
         @Override
         public void onNext(DispatchFrame frame) {
           received.add(frame);
-          answers.onNext(CombineFrame.newBuilder().setSeq(frame.getSeq()).setOutputs(Tensor.newBuilder()
-              .setDtype(io.moemesh.proto.common.v1.DType.DTYPE_F32).addShape(0).addShape(4)).build());
+          answers.onNext(answer(frame));
         }
 
         @Override
