@@ -74,9 +74,9 @@ public final class DemoCheckpoint {
    * Writes the checkpoint. A router skew {@code S ≥ 0}: each MoE gate's {@code e_score_correction_bias} gets
    * {@code + S} on a few hot experts ({@link RouterSkew}), so those experts receive most tokens — load for the
    * expert balancer to even out; {@code S = 0} writes the same bytes as no skew. {@code tokenizer} writes the
-   * tokenizer files and says which ids are real tokens: the head is shaped for those (each prefers a successor token, placeholders are damped), so
-   * the weights depend on it ({@link TokenizerWriter#NONE}, all ids real, gives the same weights as a tokenizer whose
-   * real tokens fill the vocabulary, as the tiny config's do).
+   * tokenizer files and says which ids are real tokens: the head is shaped for those (each prefers a successor
+   * token, placeholders are damped), so the weights depend on it ({@link TokenizerWriter#NONE}, all ids real, gives
+   * the same weights as a tokenizer whose real tokens fill the vocabulary, as the tiny config's do).
    */
   public static void write(Path configJson, Path outDir, long seed, Format format, float routerSkew,
       TokenizerWriter tokenizer, LoadProgress progress) throws IOException {
