@@ -124,13 +124,13 @@ cmd_up() {
   local model replicas prefills stores port host precision threads shards shared redundant balance speculative draft_vocabulary
   local planner ttft itl max_replicas profile single detach settings opts=()
   moemesh_use_java
-  ensure_built engine
+  ensure_built cli
   # The options are read, checked and resolved (defaults that depend on others) by the picocli command
-  # io.moemesh.engine.cli.UpCommand, which hands them back as shell assignments; --help prints its usage and writes none.
+  # io.moemesh.cli.UpCommand, which hands them back as shell assignments; --help prints its usage and writes none.
   settings=$(mktemp)
   read -r -a opts <<<"${MOEMESH_JAVA_OPTS:-}"
-  "$JAVA_HOME/bin/java" "${MOEMESH_JVM_ARGS[@]}" "${opts[@]}" -cp "$ROOT/engine/target/classes:$ROOT/engine/target/lib/*" \
-    io.moemesh.engine.cli.Main up --settings-out "$settings" "$@" || { local rc=$?; rm -f "$settings"; exit "$rc"; }
+  "$JAVA_HOME/bin/java" "${MOEMESH_JVM_ARGS[@]}" "${opts[@]}" -cp "$ROOT/cli/target/classes:$ROOT/cli/target/lib/*" \
+    io.moemesh.cli.Main up --settings-out "$settings" "$@" || { local rc=$?; rm -f "$settings"; exit "$rc"; }
   if [[ ! -s $settings ]]; then rm -f "$settings"; return 0; fi
   # shellcheck source=/dev/null
   source "$settings"

@@ -4,7 +4,7 @@ import static io.moemesh.bench.KernelCases.TRIAD;
 import static io.moemesh.bench.KernelCases.INT8_PEAK;
 
 import io.moemesh.bench.KernelCases.Case;
-import io.moemesh.engine.cli.Cli;
+import io.moemesh.cli.Cli;
 import io.moemesh.kernels.KernelException;
 import io.moemesh.kernels.NativeKernels;
 import io.moemesh.kernels.TensorArena;

@@ -1,7 +1,7 @@
 package io.moemesh.bench;
 
-import io.moemesh.engine.cli.Cli;
-import io.moemesh.engine.cli.DemoModels;
+import io.moemesh.cli.Cli;
+import io.moemesh.cli.DemoModels;
 import io.moemesh.kernels.NativeKernels;
 import io.moemesh.kernels.ProfilingKernels;
 import io.moemesh.kernels.TensorArena;

@@ -1,7 +1,7 @@
 package io.moemesh.bench;
 
-import io.moemesh.engine.cli.Cli;
-import io.moemesh.engine.cli.HelpOption;
+import io.moemesh.cli.Cli;
+import io.moemesh.cli.HelpOption;
 import io.moemesh.model.Precision;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;

@@ -1,8 +1,8 @@
 package io.moemesh.bench;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
-import io.moemesh.engine.cli.Cli;
-import io.moemesh.model.tokenizer.Tokenizer;
+import io.moemesh.cli.Cli;
+import io.moemesh.tokenizer.Tokenizer;
 import java.io.IOException;
 import java.net.URI;
 import java.nio.file.Files;

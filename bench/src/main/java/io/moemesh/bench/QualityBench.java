@@ -1,7 +1,7 @@
 package io.moemesh.bench;
 
-import io.moemesh.engine.cli.Cli;
-import io.moemesh.engine.cli.DemoModels;
+import io.moemesh.cli.Cli;
+import io.moemesh.cli.DemoModels;
 import io.moemesh.kernels.NativeKernels;
 import io.moemesh.kernels.Tensor;
 import io.moemesh.kernels.TensorArena;
@@ -9,7 +9,7 @@ import io.moemesh.model.DeepseekModel;
 import io.moemesh.model.ForwardBatch;
 import io.moemesh.model.LatentKvCache;
 import io.moemesh.model.Precision;
-import io.moemesh.model.tokenizer.Tokenizer;
+import io.moemesh.tokenizer.Tokenizer;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

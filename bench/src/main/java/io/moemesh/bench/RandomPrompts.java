@@ -1,6 +1,6 @@
 package io.moemesh.bench;
 
-import io.moemesh.model.tokenizer.Tokenizer;
+import io.moemesh.tokenizer.Tokenizer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;

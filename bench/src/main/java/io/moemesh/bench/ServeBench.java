@@ -1,6 +1,6 @@
 package io.moemesh.bench;
 
-import io.moemesh.model.tokenizer.Tokenizer;
+import io.moemesh.tokenizer.Tokenizer;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -212,7 +212,7 @@ public final class ServeBench {
 
   /** The demo model of that name: the trained one in the repository, or where {@code bin/moemesh} caches the others. */
   static Path demoModelDir(String model) throws IOException {
-    if (model.equals(io.moemesh.engine.cli.DemoModels.DEFAULT)) return io.moemesh.engine.cli.DemoModels.ensure(model);
+    if (model.equals(io.moemesh.cli.DemoModels.DEFAULT)) return io.moemesh.cli.DemoModels.ensure(model);
     String home = System.getenv("MOEMESH_HOME");
     Path base = home != null && !home.isBlank() ? Path.of(home) : Path.of(System.getProperty("user.home"), ".cache", "moemesh");
     return base.resolve("models").resolve(model);

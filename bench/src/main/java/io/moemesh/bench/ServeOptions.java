@@ -1,6 +1,6 @@
 package io.moemesh.bench;
 
-import io.moemesh.engine.cli.Cli;
+import io.moemesh.cli.Cli;
 import java.net.URI;
 import java.nio.file.Path;
 import java.util.List;

@@ -1,5 +1,7 @@
 package io.moemesh.bench;
 
+import io.moemesh.cli.Cli;
+import io.moemesh.cli.DemoModels;
 import io.moemesh.engine.DeepseekRunner;
 import io.moemesh.engine.EngineCore;
 import io.moemesh.engine.GenerationRequest;
@@ -14,8 +16,6 @@ import io.moemesh.engine.Scheduler;
 import io.moemesh.engine.SchedulerConfig;
 import io.moemesh.engine.SchedulerOutput;
 import io.moemesh.engine.SpecDecodeStats;
-import io.moemesh.engine.cli.Cli;
-import io.moemesh.engine.cli.DemoModels;
 import io.moemesh.engine.kv.KvCacheManager;
 import io.moemesh.kernels.NativeKernels;
 import io.moemesh.kernels.ProfilingKernels;

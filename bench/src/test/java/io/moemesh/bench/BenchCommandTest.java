@@ -3,7 +3,7 @@ package io.moemesh.bench;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.moemesh.engine.cli.Cli;
+import io.moemesh.cli.Cli;
 import io.moemesh.model.Precision;
 import java.io.PrintWriter;
 import java.io.StringWriter;

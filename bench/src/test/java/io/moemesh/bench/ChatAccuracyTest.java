@@ -6,14 +6,14 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.moemesh.bench.ChatAccuracy.Task;
-import io.moemesh.engine.cli.DemoModels;
+import io.moemesh.cli.DemoModels;
 import io.moemesh.kernels.NativeKernels;
 import io.moemesh.kernels.TensorArena;
 import io.moemesh.model.DeepseekModel;
 import io.moemesh.model.Precision;
-import io.moemesh.model.tokenizer.ChatEncoder;
-import io.moemesh.model.tokenizer.ChatMessage;
-import io.moemesh.model.tokenizer.Tokenizer;
+import io.moemesh.tokenizer.ChatEncoder;
+import io.moemesh.tokenizer.ChatMessage;
+import io.moemesh.tokenizer.Tokenizer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;

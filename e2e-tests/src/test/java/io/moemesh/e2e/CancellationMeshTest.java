@@ -16,7 +16,6 @@ import io.moemesh.engine.LoadedEngine;
 import io.moemesh.enginehost.ConfigMappings;
 import io.moemesh.model.demo.DemoCheckpoint;
 import io.moemesh.model.sampling.SamplingParams;
-import io.moemesh.model.tokenizer.Tokenizer;
 import io.moemesh.proto.auth.MeshAuth;
 import io.moemesh.proto.auth.MeshKey;
 import io.moemesh.proto.common.v1.SampledToken;
@@ -29,6 +28,8 @@ import io.moemesh.proto.prefill.v1.KvTicket;
 import io.moemesh.proto.prefill.v1.PrefillGrpc;
 import io.moemesh.proto.prefill.v1.PrefillRequest;
 import io.moemesh.telemetry.testing.Scrape;
+import io.moemesh.tokenizer.Tokenizer;
+import io.moemesh.tokenizer.TokenizerFiles;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.net.Socket;
@@ -80,7 +81,7 @@ class CancellationMeshTest {
   @BeforeAll
   static void startMesh() throws Exception {
     model = workDir.resolve("tiny");
-    DemoCheckpoint.writeShipped("tiny", model, 11, DemoCheckpoint.Format.BF16, (done, total) -> {});
+    DemoCheckpoint.writeShipped("tiny", model, 11, DemoCheckpoint.Format.BF16, TokenizerFiles::write, (done, total) -> {});
     byte[] secret = new byte[32];
     new java.security.SecureRandom().nextBytes(secret);
     Path keyFile = Files.write(workDir.resolve("mesh.key"), secret);

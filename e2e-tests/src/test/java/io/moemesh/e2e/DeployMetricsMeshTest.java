@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.moemesh.model.demo.DemoCheckpoint;
+import io.moemesh.tokenizer.TokenizerFiles;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -43,7 +44,7 @@ class DeployMetricsMeshTest {
     try (var in = DemoCheckpoint.class.getResourceAsStream("/io/moemesh/model/configs/tiny.json")) {
       Files.copy(in, config);
     }
-    DemoCheckpoint.write(config, model, 13, DemoCheckpoint.Format.BF16, 0f, (done, total) -> {});
+    DemoCheckpoint.write(config, model, 13, DemoCheckpoint.Format.BF16, 0f, TokenizerFiles::write, (done, total) -> {});
     int routedGrpc = ServiceProcess.freePort();
     List<String> expert = List.of("moemesh.expert.model-dir=" + model, "moemesh.expert.threads=1", "moemesh.expert.num-shards=1",
         "moemesh.expert.redundant-slots=0");

@@ -21,6 +21,7 @@ import io.moemesh.proto.prefill.v1.PrefillGrpc;
 import io.moemesh.proto.prefill.v1.PrefillRequest;
 import io.moemesh.proto.prefill.v1.PrefillResponse;
 import io.moemesh.telemetry.testing.Scrape;
+import io.moemesh.tokenizer.TokenizerFiles;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.net.URI;
@@ -69,7 +70,7 @@ class DisaggregatedMeshTest {
   @BeforeAll
   static void startMesh() throws Exception {
     model = workDir.resolve("tiny");
-    DemoCheckpoint.writeShipped("tiny", model, 11, DemoCheckpoint.Format.BF16, (done, total) -> {});
+    DemoCheckpoint.writeShipped("tiny", model, 11, DemoCheckpoint.Format.BF16, TokenizerFiles::write, (done, total) -> {});
     traces = new OtlpReceiver();
     List<String> tracing = List.of("moemesh.otlp.endpoint=" + traces.endpoint(), "quarkus.otel.bsp.schedule.delay=100ms");
     // the stores export through OpenTelemetry's standard variables (as deploy/k8s/components/tracing sets them), the rest
@@ -199,7 +200,7 @@ class DisaggregatedMeshTest {
     assertThat(response.statusCode()).as(response.body()).isEqualTo(200);
     var json = new com.fasterxml.jackson.databind.ObjectMapper().readTree(response.body());
     int[] expected = reference.engine().submit(GenerationRequest.of("c1", p, SamplingParams.greedy(), 10)).await(Duration.ofSeconds(60)).tokenIds();
-    try (var tokenizer = io.moemesh.model.tokenizer.Tokenizer.load(model)) {
+    try (var tokenizer = io.moemesh.tokenizer.Tokenizer.load(model)) {
       assertThat(json.at("/choices/0/text").asText()).isEqualTo(tokenizer.decode(expected, true));
     }
     assertThat(json.at("/usage/prompt_tokens").asInt()).isEqualTo(30);
@@ -227,7 +228,7 @@ class DisaggregatedMeshTest {
           .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body)).build(),
           HttpResponse.BodyHandlers.ofString()));
     }
-    try (var tokenizer = io.moemesh.model.tokenizer.Tokenizer.load(model)) {
+    try (var tokenizer = io.moemesh.tokenizer.Tokenizer.load(model)) {
       for (int i = 0; i < 32; i++) {
         var response = calls.get(i).get(3, TimeUnit.MINUTES);
         assertThat(response.statusCode()).as(response.body()).isEqualTo(200);

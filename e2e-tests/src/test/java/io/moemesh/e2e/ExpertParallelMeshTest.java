@@ -15,7 +15,6 @@ import io.moemesh.model.demo.DemoCheckpoint;
 import io.moemesh.model.moe.Placement;
 import io.moemesh.model.moe.balance.ExpertBalancer;
 import io.moemesh.model.sampling.SamplingParams;
-import io.moemesh.model.tokenizer.Tokenizer;
 import io.moemesh.proto.decode.v1.DecodeGrpc;
 import io.moemesh.proto.decode.v1.GenerateRequest;
 import io.moemesh.proto.decode.v1.GenerateResponse;
@@ -25,6 +24,8 @@ import io.moemesh.proto.expert.v1.ExpertsGrpc;
 import io.moemesh.proto.expert.v1.InfoRequest;
 import io.moemesh.proto.expert.v1.LayerSlots;
 import io.moemesh.proto.expert.v1.PlacementTable;
+import io.moemesh.tokenizer.Tokenizer;
+import io.moemesh.tokenizer.TokenizerFiles;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -46,11 +47,11 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
-import org.junit.jupiter.api.TestMethodOrder;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -82,7 +83,7 @@ class ExpertParallelMeshTest {
     try (var in = DemoCheckpoint.class.getResourceAsStream("/io/moemesh/model/configs/tiny.json")) {
       Files.copy(in, config);
     }
-    DemoCheckpoint.write(config, model, 13, DemoCheckpoint.Format.BF16, ROUTER_SKEW, (done, total) -> {});
+    DemoCheckpoint.write(config, model, 13, DemoCheckpoint.Format.BF16, ROUTER_SKEW, TokenizerFiles::write, (done, total) -> {});
     int[] shardGrpc = {ServiceProcess.freePort(), ServiceProcess.freePort()};
     traces = new OtlpReceiver();
     List<String> tracing = List.of("moemesh.otlp.endpoint=" + traces.endpoint(), "quarkus.otel.bsp.schedule.delay=100ms");

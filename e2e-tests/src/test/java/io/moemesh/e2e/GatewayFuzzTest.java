@@ -14,6 +14,7 @@ import io.moemesh.proto.common.v1.LoadReportRequest;
 import io.moemesh.proto.decode.v1.DecodeGrpc;
 import io.moemesh.proto.decode.v1.GenerateRequest;
 import io.moemesh.proto.decode.v1.GenerateResponse;
+import io.moemesh.tokenizer.TokenizerFiles;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.file.Files;
@@ -58,7 +59,7 @@ class GatewayFuzzTest {
   static void startGateway() throws Exception {
     workDir = Files.createTempDirectory("moemesh-fuzz-");
     Path model = workDir.resolve(FuzzInputs.MODEL);
-    DemoCheckpoint.writeShipped("tiny", model, 11, DemoCheckpoint.Format.BF16, (done, total) -> {});
+    DemoCheckpoint.writeShipped("tiny", model, 11, DemoCheckpoint.Format.BF16, TokenizerFiles::write, (done, total) -> {});
     int decodePort = ServiceProcess.freePort(), deadPort = ServiceProcess.freePort();
     decodeStub = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", decodePort)).addService(new RefusingDecode())
         .build().start();

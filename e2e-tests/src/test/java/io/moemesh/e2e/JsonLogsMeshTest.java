@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.moemesh.model.demo.DemoCheckpoint;
+import io.moemesh.tokenizer.TokenizerFiles;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -37,7 +38,7 @@ class JsonLogsMeshTest {
   @BeforeAll
   static void startMesh() throws Exception {
     Path model = workDir.resolve("tiny");
-    DemoCheckpoint.writeShipped("tiny", model, 11, DemoCheckpoint.Format.BF16, (done, total) -> {});
+    DemoCheckpoint.writeShipped("tiny", model, 11, DemoCheckpoint.Format.BF16, TokenizerFiles::write, (done, total) -> {});
     decode = ServiceProcess.start("decode-svc", "json-logs-decode", List.of("moemesh.engine.model-dir=" + model,
         "moemesh.engine.kv-cache-memory=16M", "moemesh.engine.threads=1"));
     gateway = ServiceProcess.start("gateway", "json-logs-gateway", List.of("moemesh.gateway.model-dir=" + model,

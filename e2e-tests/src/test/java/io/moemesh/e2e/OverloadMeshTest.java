@@ -4,6 +4,7 @@ import static io.moemesh.e2e.DisaggregatedMeshTest.prompt;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.moemesh.model.demo.DemoCheckpoint;
+import io.moemesh.tokenizer.TokenizerFiles;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -33,7 +34,7 @@ class OverloadMeshTest {
   @BeforeAll
   static void startMesh() throws Exception {
     Path model = workDir.resolve("tiny");
-    DemoCheckpoint.writeShipped("tiny", model, 11, DemoCheckpoint.Format.BF16, (done, total) -> {});
+    DemoCheckpoint.writeShipped("tiny", model, 11, DemoCheckpoint.Format.BF16, TokenizerFiles::write, (done, total) -> {});
     decode = ServiceProcess.start("decode-svc", "overload-decode", List.of("moemesh.engine.model-dir=" + model,
         "moemesh.engine.kv-cache-memory=16M", "moemesh.engine.threads=1", "moemesh.engine.max-running-requests=2"));
     gateway = ServiceProcess.start("gateway", "overload-gateway", List.of("moemesh.gateway.model-dir=" + model,

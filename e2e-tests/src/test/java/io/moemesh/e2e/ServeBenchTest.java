@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.moemesh.bench.BenchCommand;
 import io.moemesh.model.demo.DemoCheckpoint;
+import io.moemesh.tokenizer.TokenizerFiles;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -28,7 +29,7 @@ class ServeBenchTest {
   @BeforeAll
   static void startSingleProcessMesh() throws Exception {
     model = workDir.resolve("tiny");
-    DemoCheckpoint.writeShipped("tiny", model, 11, DemoCheckpoint.Format.BF16, (done, total) -> {});
+    DemoCheckpoint.writeShipped("tiny", model, 11, DemoCheckpoint.Format.BF16, TokenizerFiles::write, (done, total) -> {});
     decode = ServiceProcess.start("decode-svc", "serve-decode",
         List.of("moemesh.engine.model-dir=" + model, "moemesh.engine.kv-cache-memory=16M", "moemesh.engine.threads=1"));
     gateway = ServiceProcess.start("gateway", "serve-gateway", List.of("moemesh.gateway.model-dir=" + model,

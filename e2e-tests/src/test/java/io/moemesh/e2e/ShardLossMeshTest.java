@@ -10,6 +10,7 @@ import io.moemesh.model.demo.DemoCheckpoint;
 import io.moemesh.proto.expert.v1.ExpertServiceInfo;
 import io.moemesh.proto.expert.v1.ExpertsGrpc;
 import io.moemesh.proto.expert.v1.InfoRequest;
+import io.moemesh.tokenizer.TokenizerFiles;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -31,8 +32,8 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
-import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -60,7 +61,7 @@ class ShardLossMeshTest {
     try (var in = DemoCheckpoint.class.getResourceAsStream("/io/moemesh/model/configs/tiny.json")) {
       Files.copy(in, config);
     }
-    DemoCheckpoint.write(config, model, 29, DemoCheckpoint.Format.BF16, 0f, (done, total) -> {});
+    DemoCheckpoint.write(config, model, 29, DemoCheckpoint.Format.BF16, 0f, TokenizerFiles::write, (done, total) -> {});
     for (String name : List.of("loss-routed-0", "loss-routed-1")) // started on given ports, which appends to their logs
       Files.deleteIfExists(ServiceProcess.ROOT.resolve("e2e-tests/target/e2e-logs").resolve(name + ".log"));
     int[] shardGrpc = {ServiceProcess.freePort(), ServiceProcess.freePort()};

@@ -19,6 +19,7 @@ import io.moemesh.proto.decode.v1.LoadFailurePolicy;
 import io.moemesh.proto.prefill.v1.PrefillGrpc;
 import io.moemesh.proto.prefill.v1.PrefillRequest;
 import io.moemesh.proto.prefill.v1.PrefillResponse;
+import io.moemesh.tokenizer.TokenizerFiles;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -51,7 +52,7 @@ class SpeculativeMeshTest {
   @BeforeAll
   static void startMesh() throws Exception {
     model = workDir.resolve("tiny");
-    DemoCheckpoint.writeShipped("tiny", model, 11, DemoCheckpoint.Format.BF16, (done, total) -> {});
+    DemoCheckpoint.writeShipped("tiny", model, 11, DemoCheckpoint.Format.BF16, TokenizerFiles::write, (done, total) -> {});
     kvStore = ServiceProcess.start("kv-store", "spec-kv-store", List.of("moemesh.kv-store.max-bytes=64M"));
     List<String> engine = List.of("moemesh.engine.model-dir=" + model, "moemesh.engine.kv-cache-memory=16M", "moemesh.engine.threads=1");
     List<String> speculating = with(engine, "moemesh.engine.speculative-tokens=2");

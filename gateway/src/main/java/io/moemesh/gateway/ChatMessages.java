@@ -1,7 +1,7 @@
 package io.moemesh.gateway;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.moemesh.model.tokenizer.ChatMessage;
+import io.moemesh.tokenizer.ChatMessage;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;

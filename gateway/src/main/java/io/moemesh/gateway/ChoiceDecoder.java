@@ -1,9 +1,9 @@
 package io.moemesh.gateway;
 
-import io.moemesh.model.tokenizer.IncrementalDetokenizer;
-import io.moemesh.model.tokenizer.Tokenizer;
 import io.moemesh.proto.common.v1.SampledToken;
 import io.moemesh.proto.common.v1.TokenLogprob;
+import io.moemesh.tokenizer.IncrementalDetokenizer;
+import io.moemesh.tokenizer.Tokenizer;
 import java.util.ArrayList;
 import java.util.List;
 

@@ -1,6 +1,6 @@
 package io.moemesh.gateway;
 
-import io.moemesh.model.tokenizer.ChatEncoder;
+import io.moemesh.tokenizer.ChatEncoder;
 
 import io.quarkus.runtime.configuration.MemorySize;
 import io.smallrye.config.ConfigMapping;

@@ -1,7 +1,7 @@
 package io.moemesh.gateway;
 
 import io.moemesh.model.sampling.SamplingParams;
-import io.moemesh.model.tokenizer.ChatMessage;
+import io.moemesh.tokenizer.ChatMessage;
 import java.util.List;
 
 /**

@@ -2,8 +2,8 @@ package io.moemesh.gateway;
 
 import io.moemesh.gateway.GenerationRequest.Endpoint;
 import io.moemesh.gateway.GenerationRequest.Prompt;
-import io.moemesh.model.tokenizer.ChatEncoder;
-import io.moemesh.model.tokenizer.ChatTemplateException;
+import io.moemesh.tokenizer.ChatEncoder;
+import io.moemesh.tokenizer.ChatTemplateException;
 import java.util.ArrayList;
 import java.util.List;
 

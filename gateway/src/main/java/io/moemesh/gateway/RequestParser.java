@@ -13,7 +13,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.moemesh.gateway.GenerationRequest.Endpoint;
 import io.moemesh.gateway.GenerationRequest.Prompt;
 import io.moemesh.model.sampling.SamplingParams;
-import io.moemesh.model.tokenizer.ChatMessage;
+import io.moemesh.tokenizer.ChatMessage;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.HashMap;

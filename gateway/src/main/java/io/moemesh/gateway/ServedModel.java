@@ -2,8 +2,8 @@ package io.moemesh.gateway;
 
 import io.moemesh.model.ModelConfig;
 import io.moemesh.model.ModelConfigReader;
-import io.moemesh.model.tokenizer.ChatTemplate;
-import io.moemesh.model.tokenizer.Tokenizer;
+import io.moemesh.tokenizer.ChatTemplate;
+import io.moemesh.tokenizer.Tokenizer;
 import jakarta.annotation.PreDestroy;
 import jakarta.inject.Inject;
 import jakarta.inject.Singleton;

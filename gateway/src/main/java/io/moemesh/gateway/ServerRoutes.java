@@ -113,7 +113,7 @@ public class ServerRoutes {
     if (root.has("messages")) {
       var template = model.chatTemplate().orElseThrow(() -> ApiError.invalid("The model has no chat template", "messages"));
       boolean generationPrompt = !root.has("add_generation_prompt") || root.get("add_generation_prompt").asBoolean(true);
-      ids = io.moemesh.model.tokenizer.ChatEncoder.encode(model.tokenizer(), template, ChatMessages.parse(root.get("messages")),
+      ids = io.moemesh.tokenizer.ChatEncoder.encode(model.tokenizer(), template, ChatMessages.parse(root.get("messages")),
           generationPrompt, config.specialTokensInContent());
     } else {
       JsonNode prompt = root.get("prompt");

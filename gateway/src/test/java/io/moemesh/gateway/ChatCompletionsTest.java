@@ -10,9 +10,9 @@ import static org.awaitility.Awaitility.await;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.moemesh.model.tokenizer.ChatMessage;
 import io.moemesh.proto.decode.v1.GenerateRequest;
 import io.moemesh.proto.prefill.v1.PrefillRequest;
+import io.moemesh.tokenizer.ChatMessage;
 import io.quarkus.test.common.WithTestResource;
 import io.quarkus.test.junit.QuarkusTest;
 import jakarta.inject.Inject;

@@ -1,7 +1,7 @@
 package io.moemesh.gateway;
 
 import io.moemesh.proto.common.v1.FinishReason;
-import io.moemesh.model.tokenizer.Tokenizer;
+import io.moemesh.tokenizer.Tokenizer;
 import java.util.Arrays;
 
 /** The token ids a script's text stands for, with the tiny model's tokenizer. */

@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
 import io.moemesh.gateway.GenerationRequest.Endpoint;
-import io.moemesh.model.tokenizer.ChatMessage;
+import io.moemesh.tokenizer.ChatMessage;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Optional;
@@ -22,7 +22,7 @@ class PreparerTest {
   @BeforeAll
   static void load() {
     model = new ServedModel(TestModel.write(), Optional.empty());
-    preparer = new Preparer(model, io.moemesh.model.tokenizer.ChatEncoder.SpecialTokens.TEXT);
+    preparer = new Preparer(model, io.moemesh.tokenizer.ChatEncoder.SpecialTokens.TEXT);
   }
 
   @AfterAll
@@ -58,8 +58,8 @@ class PreparerTest {
     void specialTokenTextInAMessageIsPlainTextUnlessParseIsConfigured() {
       String chat = "{\"model\":\"tiny-demo\",\"messages\":[{\"role\":\"user\",\"content\":\"a<｜Assistant｜>b<｜end▁of▁sentence｜>\"}]}";
       String plain = "{\"model\":\"tiny-demo\",\"messages\":[{\"role\":\"user\",\"content\":\"ab\"}]}";
-      var parsing = new Preparer(model, io.moemesh.model.tokenizer.ChatEncoder.SpecialTokens.PARSE);
-      var added = model.tokenizer().addedTokens().stream().map(io.moemesh.model.tokenizer.AddedToken::id).collect(java.util.stream.Collectors.toSet());
+      var parsing = new Preparer(model, io.moemesh.tokenizer.ChatEncoder.SpecialTokens.PARSE);
+      var added = model.tokenizer().addedTokens().stream().map(io.moemesh.tokenizer.AddedToken::id).collect(java.util.stream.Collectors.toSet());
       long asText = java.util.Arrays.stream(prepare(Endpoint.CHAT, chat).promptIds().getFirst()).filter(added::contains).count();
       long none = java.util.Arrays.stream(prepare(Endpoint.CHAT, plain).promptIds().getFirst()).filter(added::contains).count();
       long parsed = java.util.Arrays.stream(parsing.prepare(PARSER.parse(Endpoint.CHAT, chat.getBytes(StandardCharsets.UTF_8))).promptIds()

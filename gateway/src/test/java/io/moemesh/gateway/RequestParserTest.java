@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
 import io.moemesh.gateway.GenerationRequest.Endpoint;
 import io.moemesh.gateway.GenerationRequest.Prompt;
-import io.moemesh.model.tokenizer.ChatMessage;
+import io.moemesh.tokenizer.ChatMessage;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import org.junit.jupiter.api.Nested;

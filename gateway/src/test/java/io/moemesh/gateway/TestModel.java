@@ -1,6 +1,6 @@
 package io.moemesh.gateway;
 
-import io.moemesh.model.tokenizer.TokenizerFiles;
+import io.moemesh.tokenizer.TokenizerFiles;
 import io.quarkus.test.common.QuarkusTestResourceLifecycleManager;
 import java.io.IOException;
 import java.io.InputStream;

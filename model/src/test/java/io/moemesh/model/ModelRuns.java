@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.moemesh.kernels.Tensor;
 import io.moemesh.kernels.TensorArena;
+import io.moemesh.tokenizer.Tokenizer;
 import java.util.Arrays;
 import java.util.SplittableRandom;
 import java.util.stream.IntStream;
@@ -95,7 +96,7 @@ final class ModelRuns {
 
   /** {@code length} tokens of a bundled text (repeated as needed), tokenized by the model's own tokenizer. */
   static int[] textTokens(DeepseekModel model, int which, int length) {
-    try (var tokenizer = io.moemesh.model.tokenizer.Tokenizer.load(model.directory())) {
+    try (var tokenizer = Tokenizer.load(model.directory())) {
       int[] ids = tokenizer.encode(TEXTS[which % TEXTS.length].repeat(40));
       return Arrays.copyOf(ids, length);
     }

@@ -16,6 +16,7 @@ import io.moemesh.model.moe.Placement;
 import io.moemesh.model.moe.Routing;
 import io.moemesh.model.moe.balance.ExpertBalancer;
 import io.moemesh.model.moe.balance.ExpertLoad;
+import io.moemesh.tokenizer.TokenizerFiles;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -47,7 +48,7 @@ class RouterSkewTest {
     kernels = NativeKernels.create(2);
     plain = TestCheckpoints.demo(dir, "tiny", Format.BF16, SEED);
     skewed = dir.resolve("tiny-skewed");
-    DemoCheckpoint.write(TestCheckpoints.config("tiny"), skewed, SEED, Format.BF16, SKEW, null);
+    DemoCheckpoint.write(TestCheckpoints.config("tiny"), skewed, SEED, Format.BF16, SKEW, TokenizerFiles::write, null);
     config = ModelConfigReader.read(plain.resolve("config.json"));
   }
 
@@ -59,7 +60,7 @@ class RouterSkewTest {
   @Test
   void zeroSkewWritesTheSameBytes() throws IOException {
     Path zero = dir.resolve("tiny-zero-skew");
-    DemoCheckpoint.write(TestCheckpoints.config("tiny"), zero, SEED, Format.BF16, 0, null);
+    DemoCheckpoint.write(TestCheckpoints.config("tiny"), zero, SEED, Format.BF16, 0, TokenizerFiles::write, null);
     for (String file : List.of("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"))
       assertThat(Files.readAllBytes(zero.resolve(file))).as(file).isEqualTo(Files.readAllBytes(plain.resolve(file)));
   }

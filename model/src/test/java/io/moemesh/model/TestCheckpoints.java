@@ -10,6 +10,7 @@ import io.moemesh.model.checkpoint.SafetensorsWriter;
 import io.moemesh.model.checkpoint.StDType;
 import io.moemesh.model.demo.DemoCheckpoint;
 import io.moemesh.model.reference.NaiveDeepseek;
+import io.moemesh.tokenizer.TokenizerFiles;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.URISyntaxException;
@@ -33,11 +34,11 @@ final class TestCheckpoints {
     }
   }
 
-  /** {@code make-model}: a demo checkpoint of config {@code name} in {@code root/name-format-seed}. */
+  /** {@code make-model}: a demo checkpoint of config {@code name}, with its tokenizer, in {@code root/name-format-seed}. */
   static Path demo(Path root, String name, DemoCheckpoint.Format format, long seed) {
     Path dir = root.resolve(name + "-" + format.name().toLowerCase() + "-" + seed);
     try {
-      DemoCheckpoint.write(config(name), dir, seed, format, null);
+      DemoCheckpoint.write(config(name), dir, seed, format, 0, TokenizerFiles::write, null);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }

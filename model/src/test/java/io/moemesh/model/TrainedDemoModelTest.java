@@ -7,7 +7,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.moemesh.kernels.NativeKernels;
-import io.moemesh.model.tokenizer.Tokenizer;
+import io.moemesh.tokenizer.Tokenizer;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.ByteBuffer;

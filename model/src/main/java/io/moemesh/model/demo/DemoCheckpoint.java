@@ -12,7 +12,6 @@ import io.moemesh.model.ModelConfig;
 import io.moemesh.model.ModelConfigReader;
 import io.moemesh.model.checkpoint.SafetensorsWriter;
 import io.moemesh.model.checkpoint.TensorSpec;
-import io.moemesh.model.tokenizer.TokenizerFiles;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -23,7 +22,8 @@ import java.util.SplittableRandom;
 
 /**
  * Writes a complete, seeded-random checkpoint directory for a DeepSeek-V3 config: config.json,
- * model.safetensors, tokenizer.json and tokenizer_config.json. Deterministic: each tensor draws from its own
+ * model.safetensors and, through a {@link TokenizerWriter} (the tokenizer module's {@code TokenizerFiles::write}),
+ * tokenizer.json and tokenizer_config.json. Deterministic: each tensor draws from its own
  * generator seeded by (seed, name), so the same seed gives the same bytes. In FP8 format the projections are
  * stored as e4m3 with one power-of-two {@code weight_scale_inv} per 128×128 block — so dequantizing them to
  * BF16 is exact, and an FP8 checkpoint and its BF16 twin hold the same numbers.
@@ -39,31 +39,47 @@ public final class DemoCheckpoint {
   /** The names of the configs shipped in this jar (io/moemesh/model/configs/NAME.json). */
   public static final List<String> SHIPPED = List.of("tiny", "small", "bench");
 
-  /** {@link #write} for a shipped config ({@link #SHIPPED}). */
+  /** {@link #write} for a shipped config ({@link #SHIPPED}), without tokenizer files ({@link TokenizerWriter#NONE}). */
   public static void writeShipped(String name, Path outDir, long seed, Format format, LoadProgress progress) throws IOException {
+    writeShipped(name, outDir, seed, format, TokenizerWriter.NONE, progress);
+  }
+
+  /** {@link #write} for a shipped config ({@link #SHIPPED}), with the tokenizer files {@code tokenizer} writes. */
+  public static void writeShipped(String name, Path outDir, long seed, Format format, TokenizerWriter tokenizer,
+      LoadProgress progress) throws IOException {
     try (var in = DemoCheckpoint.class.getResourceAsStream("/io/moemesh/model/configs/" + name + ".json")) {
       if (in == null) throw new IllegalArgumentException("no shipped config '" + name + "' (there are " + SHIPPED + ")");
       Path config = Files.createTempFile("moemesh-config-", ".json");
       try {
         Files.copy(in, config, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
-        write(config, outDir, seed, format, progress);
+        write(config, outDir, seed, format, 0, tokenizer, progress);
       } finally {
         Files.deleteIfExists(config);
       }
     }
   }
 
+  /** {@link #write(Path, Path, long, Format, float, TokenizerWriter, LoadProgress)} without skew or tokenizer files. */
   public static void write(Path configJson, Path outDir, long seed, Format format, LoadProgress progress) throws IOException {
-    write(configJson, outDir, seed, format, 0, progress);
+    write(configJson, outDir, seed, format, 0, TokenizerWriter.NONE, progress);
+  }
+
+  /** {@link #write(Path, Path, long, Format, float, TokenizerWriter, LoadProgress)} without tokenizer files. */
+  public static void write(Path configJson, Path outDir, long seed, Format format, float routerSkew, LoadProgress progress)
+      throws IOException {
+    write(configJson, outDir, seed, format, routerSkew, TokenizerWriter.NONE, progress);
   }
 
   /**
-   * {@link #write(Path, Path, long, Format, LoadProgress)} with a router skew {@code S ≥ 0}: each MoE gate's
-   * {@code e_score_correction_bias} gets {@code + S} on a few hot experts ({@link RouterSkew}), so those experts
-   * receive most tokens — load for the expert balancer to even out. {@code S = 0} writes the same bytes as no skew.
+   * Writes the checkpoint. A router skew {@code S ≥ 0}: each MoE gate's {@code e_score_correction_bias} gets
+   * {@code + S} on a few hot experts ({@link RouterSkew}), so those experts receive most tokens — load for the
+   * expert balancer to even out; {@code S = 0} writes the same bytes as no skew. {@code tokenizer} writes the
+   * tokenizer files and says which ids are real tokens: the head is shaped for those (each prefers a successor
+   * token, placeholders are damped), so the weights depend on it ({@link TokenizerWriter#NONE}, all ids real, gives
+   * the same weights as a tokenizer whose real tokens fill the vocabulary, as the tiny config's do).
    */
-  public static void write(Path configJson, Path outDir, long seed, Format format, float routerSkew, LoadProgress progress)
-      throws IOException {
+  public static void write(Path configJson, Path outDir, long seed, Format format, float routerSkew,
+      TokenizerWriter tokenizer, LoadProgress progress) throws IOException {
     ModelConfig config = ModelConfigReader.read(configJson);
     RouterSkew.check(routerSkew, config);
     Files.createDirectories(outDir);
@@ -77,8 +93,11 @@ public final class DemoCheckpoint {
     Files.writeString(outDir.resolve("config.json"), JSON.writeValueAsString(json) + "\n");
     config = ModelConfigReader.read(outDir.resolve("config.json"));
 
-    int realTokens = TokenizerFiles.write(outDir, config.vocabSize(), config.bosTokenId(), config.firstEos().orElse(1),
+    int realTokens = tokenizer.write(outDir, config.vocabSize(), config.bosTokenId(), config.firstEos().orElse(1),
         config.maxPositionEmbeddings());
+    if (realTokens <= 0 || realTokens > config.vocabSize()) {
+      throw new IllegalStateException("the tokenizer writer reports " + realTokens + " real tokens of " + config.vocabSize());
+    }
     List<WeightSpec> weights = WeightSpec.all(config);
     List<TensorSpec> specs = new ArrayList<>();
     for (WeightSpec w : weights) {
