@@ -65,6 +65,14 @@ final class CompletionLoad {
     for (int i = n; i < running.size(); i++) running.get(i).set(false);
   }
 
+  /** {@code n} requests at once, one a client. */
+  synchronized void burst(int n) {
+    for (int i = 0; i < n; i++) {
+      int seed = 1_000_000 + threads.size();
+      threads.add(Thread.ofVirtual().start(() -> stream(seed)));
+    }
+  }
+
   void stop() throws InterruptedException {
     synchronized (this) {
       running.forEach(on -> on.set(false));

@@ -89,6 +89,20 @@ final class PlannerMesh {
     }
   }
 
+  /** Whether the gateway on this HTTP port routes to a replica ({@code prefill@localhost:9201}): its readiness says so. */
+  static boolean gatewayRoutesTo(int gatewayHttpPort, String replica) {
+    try {
+      String body = PROBE.send(HttpRequest.newBuilder(URI.create("http://localhost:" + gatewayHttpPort + "/q/health/ready"))
+          .timeout(Duration.ofSeconds(5)).build(), HttpResponse.BodyHandlers.ofString()).body();
+      return java.util.regex.Pattern.compile("\"" + java.util.regex.Pattern.quote(replica) + "\"\\s*:\\s*\"reachable\"").matcher(body).find();
+    } catch (IOException e) {
+      return false;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
+    }
+  }
+
   /** One of the planner's series; the planner must export it. */
   static double plannerSeries(ServiceProcess planner, String series) {
     return planner.scrape().find(series).orElseThrow(() -> new AssertionError("the planner exports no " + series));
