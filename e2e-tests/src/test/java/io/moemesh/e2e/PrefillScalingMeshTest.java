@@ -20,7 +20,7 @@ import org.junit.jupiter.api.TestMethodOrder;
  * The planner sizing the prefill stage on a live mesh (docs/planner.md, "On a live mesh"), with its local connector as
  * {@code bin/moemesh up --planner} runs it: kv-store and the gateway are started here, the planner starts 1 to 2 prefill
  * replicas and one decode replica from launch files. Long prompts with short answers make prefill the bottleneck: eight
- * clients sending 512-token prompts for 4 tokens hold TTFT above its 2 s target on one prefill replica, and the planner
+ * clients sending 512-token prompts for 4 tokens hold TTFT above its 1 s target on one prefill replica, and the planner
  * starts prefill replica 1, which the gateway finds and routes prompts to. When the ramp ends (one client, a prompt every
  * two seconds) the planner stops replica 1 with SIGTERM: it drains (the gateway stops routing there; a prompt it had
  * still finishes, or comes back with the drain marker and is prefilled on replica 0), TTFT is back under target, and
@@ -40,7 +40,7 @@ class PrefillScalingMeshTest {
   /** Start-up of a replica's JVM and engine on two shared cores, then its first prompt; and the drain after the ramp. */
   static final Duration SCALE_TIMEOUT = Duration.ofSeconds(150);
   static final int PROMPT_TOKENS = 512, MAX_TOKENS = 4, HIGH = 8, BURST = 12;
-  static final Duration TTFT_TARGET = Duration.ofSeconds(2), LOW_PAUSE = Duration.ofSeconds(2);
+  static final Duration TTFT_TARGET = Duration.ofSeconds(1), LOW_PAUSE = Duration.ofSeconds(2);
   static final String DESIRED_PREFILL = "moemesh_planner_replicas{kind=\"desired\",stage=\"prefill\"}";
   static final String OBSERVED_TTFT_P90 = "moemesh_planner_observed_ttft_seconds{quantile=\"0.9\"}";
   /** A prefill replica counts the prompts it computed as first tokens. */
@@ -68,7 +68,7 @@ class PrefillScalingMeshTest {
         DisaggregatedMeshTest.with(engine, "moemesh.decode.kv-stores=" + kvStore.grpcAddress()));
     Path profile = WORK.resolve("profile.json");
     Files.writeString(profile, """
-        {"prefill": {"tokensPerSecondPerReplica": 600, "ttftTargetMs": 2000},
+        {"prefill": {"tokensPerSecondPerReplica": 600, "ttftTargetMs": 1000},
          "decode": {"concurrencyPerReplica": 1000, "itlTargetMs": 1000}, "measuredOn": "PrefillScalingMeshTest"}
         """);
     planner = ServiceProcess.start("planner", "prefill-scaling-planner", List.of("moemesh.planner.connector=local",
@@ -106,12 +106,14 @@ class PrefillScalingMeshTest {
       // when the planner asked for 2, when replica 1 was ready, when the gateway routed to it, when it had computed a
       // prompt (ms after the ramp began)
       long[] at = {-1, -1, -1, -1};
-      double[] ttftAtDecision = {Double.NaN};
+      // the highest p90 TTFT the planner observed while one prefill replica served the ramp
+      double[] ttftOnOne = {0};
       await().atMost(SCALE_TIMEOUT).pollInterval(Duration.ofMillis(200)).until(() -> {
         long now = (System.nanoTime() - start) / 1_000_000;
-        if (at[0] < 0 && PlannerMesh.plannerSeries(planner, DESIRED_PREFILL) == 2) {
-          at[0] = now;
-          ttftAtDecision[0] = PlannerMesh.plannerSeries(planner, OBSERVED_TTFT_P90);
+        if (at[0] < 0 && PlannerMesh.plannerSeries(planner, DESIRED_PREFILL) == 2) at[0] = now;
+        if (at[2] < 0) {
+          double ttft = PlannerMesh.plannerSeries(planner, OBSERVED_TTFT_P90);
+          if (ttft > ttftOnOne[0]) ttftOnOne[0] = ttft; // NaN (an interval without a first token) is not higher
         }
         if (at[1] < 0 && PlannerMesh.ready(prefillBase + 10)) at[1] = now;
         if (at[2] < 0 && PlannerMesh.gatewayRoutesTo(gateway.httpPort, "prefill@localhost:" + (prefillBase + 11))) at[2] = now;
@@ -120,7 +122,7 @@ class PrefillScalingMeshTest {
       });
       assertThat(at[0]).as("ms from the ramp to the planner asking for a second prefill replica")
           .isNotNegative().isLessThanOrEqualTo(DECISION_WITHIN.toMillis());
-      assertThat(ttftAtDecision[0]).as("p90 TTFT (s) the planner observed on one replica").isGreaterThan(TTFT_TARGET.toMillis() / 1000.0);
+      assertThat(ttftOnOne[0]).as("highest p90 TTFT (s) the planner observed on one replica").isGreaterThan(TTFT_TARGET.toMillis() / 1000.0);
       assertThat(PlannerMesh.answers(decodeBase + 10)).as("no second decode replica: decode is not the bottleneck").isFalse();
       Thread.sleep(5000); // both replicas serve the ramp for a while
       double computedByReplica1 = PlannerMesh.sum(prefillBase + 10, PROMPTS_COMPUTED);
@@ -138,11 +140,11 @@ class PrefillScalingMeshTest {
       List<Double> highTtfts = ramp.ttftsSentSince(start), afterTtfts = after.ttftsSentSince(downAt);
       int failed = ramp.failures.size() + after.failures.size();
       System.out.printf("planner, prefill: %d clients of %d-token prompts (%d tokens out); the planner asked for 2 prefill"
-          + " replicas at %d ms (observed p90 TTFT %.2f s, target %.1f s), replica 1 was ready at %d ms, in the gateway's"
+          + " replicas at %d ms (p90 TTFT observed on one replica up to %.2f s, target %.1f s), replica 1 was ready at %d ms, in the gateway's"
           + " routing at %d ms and computed a prompt at %d ms (%.0f by the ramp's end); client TTFT p50/p90 %.0f/%.0f ms over the ramp (%d requests); 2 -> 1 %d ms"
           + " after the ramp ended, %d requests completed meanwhile; client TTFT p90 on one replica after it %.0f ms"
           + " (%d requests); %d requests, %d failed%n",
-          HIGH, PROMPT_TOKENS, MAX_TOKENS, at[0], ttftAtDecision[0], TTFT_TARGET.toMillis() / 1000.0, at[1], at[2], at[3],
+          HIGH, PROMPT_TOKENS, MAX_TOKENS, at[0], ttftOnOne[0], TTFT_TARGET.toMillis() / 1000.0, at[1], at[2], at[3],
           computedByReplica1, CompletionLoad.quantile(highTtfts, 0.5), CompletionLoad.quantile(highTtfts, 0.9), highTtfts.size(),
           downMs, duringDown, CompletionLoad.quantile(afterTtfts, 0.9), afterTtfts.size(), ramp.done.get() + after.done.get(), failed);
       assertThat(ramp.failures).as("failed requests of the ramp").isEmpty();
