@@ -1,27 +1,12 @@
 package io.moemesh.e2e;
 
-import static io.moemesh.e2e.DisaggregatedMeshTest.prompt;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import io.moemesh.telemetry.testing.Scrape;
-import java.io.IOException;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
-import java.util.Queue;
-import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
@@ -49,13 +34,13 @@ class PlannerMeshTest {
   @BeforeAll
   static void startMesh() throws Exception {
     Files.createDirectories(WORK);
-    prefillBase = freeBase();
-    decodeBase = freeBase();
+    prefillBase = PlannerMesh.freeBase();
+    decodeBase = PlannerMesh.freeBase();
     kvStore = ServiceProcess.start("kv-store", "planner-kv-store", List.of("moemesh.kv-store.max-bytes=256M"));
     List<String> engine = List.of("moemesh.engine.model-dir=" + MODEL, "moemesh.engine.kv-cache-memory=64M", "moemesh.engine.threads=1");
-    Path prefillLaunch = launchFile("prefill", "prefill-svc",
+    Path prefillLaunch = PlannerMesh.launchFile(WORK, "prefill", "prefill-svc",
         DisaggregatedMeshTest.with(engine, "moemesh.prefill.kv-store=" + kvStore.grpcAddress()));
-    Path decodeLaunch = launchFile("decode", "decode-svc", DisaggregatedMeshTest.with(engine, "moemesh.decode.drain-timeout=5s"));
+    Path decodeLaunch = PlannerMesh.launchFile(WORK, "decode", "decode-svc", DisaggregatedMeshTest.with(engine, "moemesh.decode.drain-timeout=5s"));
     // 3 requests per decode replica at an ITL target far under the real one: demand is the running streams (Little's
     // law with the target counts fewer), and the correction is off (max 1) so that the counts follow the load alone
     Path profile = WORK.resolve("profile.json");
@@ -77,7 +62,7 @@ class PlannerMeshTest {
         "moemesh.gateway.prefill.replicas=localhost:" + (prefillBase + 1),
         "moemesh.gateway.decode.replicas=localhost:" + (decodeBase + 1) + ",localhost:" + (decodeBase + 11)));
     for (ServiceProcess p : List.of(kvStore, planner, gateway)) p.awaitReady(DisaggregatedMeshTest.READY);
-    await().atMost(DisaggregatedMeshTest.READY).pollInterval(Duration.ofMillis(200)).until(() -> ready(prefillBase) && ready(decodeBase));
+    await().atMost(DisaggregatedMeshTest.READY).pollInterval(Duration.ofMillis(200)).until(() -> PlannerMesh.ready(prefillBase) && PlannerMesh.ready(decodeBase));
   }
 
   @AfterAll
@@ -88,8 +73,8 @@ class PlannerMeshTest {
   @Test
   @Order(1)
   void scalesDecodeUpUnderLoadAndDownAfterItWithNoFailedRequest() throws Exception {
-    assertThat(answers(decodeBase + 10)).as("decode replica 1 before the load").isFalse();
-    var load = new Load();
+    assertThat(PlannerMesh.answers(decodeBase + 10)).as("decode replica 1 before the load").isFalse();
+    var load = new CompletionLoad(gateway.httpPort, PROMPT_TOKENS, MAX_TOKENS);
     try {
       long start = System.nanoTime();
       load.clients(HIGH);
@@ -97,18 +82,18 @@ class PlannerMeshTest {
       long[] at = {-1, -1, -1};
       await().atMost(SCALE_TIMEOUT).pollInterval(Duration.ofMillis(200)).until(() -> {
         long now = (System.nanoTime() - start) / 1_000_000;
-        if (at[0] < 0 && plannerSeries("moemesh_planner_replicas{kind=\"desired\",stage=\"decode\"}") == 2) at[0] = now;
-        if (at[1] < 0 && ready(decodeBase + 10)) at[1] = now;
-        if (at[2] < 0 && served(decodeBase + 10) > 0) at[2] = now;
+        if (at[0] < 0 && PlannerMesh.plannerSeries(planner, "moemesh_planner_replicas{kind=\"desired\",stage=\"decode\"}") == 2) at[0] = now;
+        if (at[1] < 0 && PlannerMesh.ready(decodeBase + 10)) at[1] = now;
+        if (at[2] < 0 && PlannerMesh.sum(decodeBase + 10, "vllm:request_success_total") > 0) at[2] = now;
         return at[2] >= 0;
       });
       assertThat(at[0]).as("the planner asked for a second decode replica").isNotNegative();
-      double servedByReplica1 = served(decodeBase + 10);
+      double servedByReplica1 = PlannerMesh.sum(decodeBase + 10, "vllm:request_success_total");
 
       load.clients(LOW); // one replica's worth, still streaming while replica 1 drains and goes
       long lowAt = System.nanoTime();
       int doneBeforeDown = load.done.get();
-      await().atMost(SCALE_TIMEOUT).pollInterval(Duration.ofMillis(200)).until(() -> !answers(decodeBase + 10));
+      await().atMost(SCALE_TIMEOUT).pollInterval(Duration.ofMillis(200)).until(() -> !PlannerMesh.answers(decodeBase + 10));
       long downMs = (System.nanoTime() - lowAt) / 1_000_000;
       int duringDown = load.done.get() - doneBeforeDown;
       Thread.sleep(2000); // streams that were moved off replica 1 end on replica 0
@@ -122,8 +107,8 @@ class PlannerMeshTest {
       // streams moved off the draining replica can lift ITL for a moment and the planner ask for 2 again; with no load left
       // it settles at one
       await().atMost(SCALE_TIMEOUT).pollInterval(Duration.ofMillis(200))
-          .until(() -> plannerSeries("moemesh_planner_replicas{kind=\"desired\",stage=\"decode\"}") == 1);
-      assertThat(ready(decodeBase)).as("decode replica 0 stays").isTrue();
+          .until(() -> PlannerMesh.plannerSeries(planner, "moemesh_planner_replicas{kind=\"desired\",stage=\"decode\"}") == 1);
+      assertThat(PlannerMesh.ready(decodeBase)).as("decode replica 0 stays").isTrue();
       assertThat(Files.readString(ServiceProcess.ROOT.resolve("e2e-tests/target/e2e-logs/planner-mesh/decode-1.log")))
           .as("replica 1 drained").contains("draining: readiness down");
     } finally {
@@ -136,133 +121,7 @@ class PlannerMeshTest {
   void stoppingThePlannerStopsTheReplicasItStarted() throws Exception {
     planner.terminate();
     assertThat(planner.awaitExit(Duration.ofSeconds(60))).as("the planner exits").isTrue();
-    assertThat(answers(decodeBase)).as("decode replica 0").isFalse();
-    assertThat(answers(prefillBase)).as("prefill replica 0").isFalse();
-  }
-
-  /** Clients that each stream one greedy completion after another; the first {@code n} run, the others stop. */
-  static final class Load {
-    private static final HttpClient HTTP = HttpClient.newHttpClient();
-    private static final ObjectMapper JSON = new ObjectMapper();
-    final AtomicInteger done = new AtomicInteger();
-    final Queue<String> failures = new ConcurrentLinkedQueue<>();
-    private final List<AtomicBoolean> running = new ArrayList<>();
-    private final List<Thread> threads = new ArrayList<>();
-
-    void clients(int n) {
-      while (running.size() < n) {
-        var on = new AtomicBoolean(true);
-        int client = running.size();
-        running.add(on);
-        threads.add(Thread.ofVirtual().start(() -> {
-          for (int i = 0; on.get(); i++) stream(client * 100_000 + i);
-        }));
-      }
-      for (int i = n; i < running.size(); i++) running.get(i).set(false);
-    }
-
-    void stop() throws InterruptedException {
-      running.forEach(on -> on.set(false));
-      for (Thread t : threads) t.join(Duration.ofMinutes(1));
-    }
-
-    private void stream(int seed) {
-      String body = "{\"model\": \"demo\", \"prompt\": " + Arrays.toString(prompt(seed, PROMPT_TOKENS)) + ", \"max_tokens\": " + MAX_TOKENS
-          + ", \"temperature\": 0, \"ignore_eos\": true, \"stream\": true, \"stream_options\": {\"include_usage\": true}}";
-      var request = HttpRequest.newBuilder(URI.create("http://localhost:" + gateway.httpPort + "/v1/completions"))
-          .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body)).build();
-      try {
-        var response = HTTP.send(request, HttpResponse.BodyHandlers.ofLines());
-        String finish = null;
-        int completionTokens = -1;
-        for (String data : response.body().filter(l -> l.startsWith("data: ")).map(l -> l.substring(6)).toList()) {
-          if (data.equals("[DONE]")) continue;
-          JsonNode json = JSON.readTree(data);
-          if (json.has("error")) throw new IOException("error event " + json.get("error"));
-          for (JsonNode c : json.path("choices")) if (c.hasNonNull("finish_reason")) finish = c.get("finish_reason").asText();
-          if (json.hasNonNull("usage")) completionTokens = json.get("usage").path("completion_tokens").asInt();
-        }
-        if (response.statusCode() != 200 || !"length".equals(finish) || completionTokens != MAX_TOKENS) {
-          throw new IOException("HTTP " + response.statusCode() + ", finish " + finish + ", " + completionTokens + " tokens");
-        }
-        done.incrementAndGet();
-      } catch (IOException e) {
-        failures.add("request " + seed + ": " + e.getMessage());
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-    }
-  }
-
-  /** A launch file for the planner: the service's command, one argument a line, its ports as placeholders. */
-  private static Path launchFile(String stage, String module, List<String> properties) throws IOException {
-    List<String> args = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-        "--enable-native-access=ALL-UNNAMED", "-Xmx1g", "-Dquarkus.http.port={httpPort}", "-Dquarkus.grpc.server.port={grpcPort}"));
-    properties.forEach(p -> args.add("-D" + p));
-    args.addAll(List.of("-jar", ServiceProcess.ROOT.resolve(module).resolve("target/quarkus-app/quarkus-run.jar").toAbsolutePath().toString()));
-    Path file = WORK.resolve(stage + ".launch");
-    Files.write(file, args);
-    return file;
-  }
-
-  /**
-   * A free port p with p + 1, p + 10 and p + 11 free too (replicas 0 and 1 of a stage: HTTP, gRPC one above), all
-   * taken from {@link ServiceProcess#freePort}'s sequence so that no other service of the test is handed one of them.
-   */
-  private static int freeBase() throws IOException {
-    for (int attempt = 0; attempt < 100; attempt++) {
-      int p = ServiceProcess.freePort();
-      List<Integer> next = new ArrayList<>();
-      for (int i = 1; i <= 11; i++) next.add(ServiceProcess.freePort());
-      if (next.equals(java.util.stream.IntStream.rangeClosed(p + 1, p + 11).boxed().toList())) return p;
-    }
-    throw new IOException("no twelve consecutive free ports");
-  }
-
-  private static final HttpClient PROBE = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
-      .connectTimeout(Duration.ofSeconds(2)).build();
-
-  private static boolean ready(int httpPort) {
-    try {
-      return PROBE.send(HttpRequest.newBuilder(URI.create("http://localhost:" + httpPort + "/q/health/ready")).timeout(Duration.ofSeconds(5)).build(),
-          HttpResponse.BodyHandlers.discarding()).statusCode() == 200;
-    } catch (IOException e) {
-      return false;
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      return false;
-    }
-  }
-
-  /** Whether anything serves HTTP on the port (a draining replica answers, 503). */
-  private static boolean answers(int httpPort) {
-    try {
-      PROBE.send(HttpRequest.newBuilder(URI.create("http://localhost:" + httpPort + "/q/health/live")).timeout(Duration.ofSeconds(5)).build(),
-          HttpResponse.BodyHandlers.discarding());
-      return true;
-    } catch (IOException e) {
-      return false;
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      return false;
-    }
-  }
-
-  /** The requests the replica on this HTTP port finished (0 while it does not answer). */
-  private static double served(int httpPort) {
-    try {
-      String text = PROBE.send(HttpRequest.newBuilder(URI.create("http://localhost:" + httpPort + "/q/metrics")).timeout(Duration.ofSeconds(10)).build(),
-          HttpResponse.BodyHandlers.ofString()).body();
-      return Scrape.parse(text).sum("vllm:request_success_total");
-    } catch (IOException e) {
-      return 0;
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      return 0;
-    }
-  }
-
-  private static double plannerSeries(String series) throws Exception {
-    return planner.scrape().find(series).orElseThrow(() -> new AssertionError("the planner exports no " + series));
+    assertThat(PlannerMesh.answers(decodeBase)).as("decode replica 0").isFalse();
+    assertThat(PlannerMesh.answers(prefillBase)).as("prefill replica 0").isFalse();
   }
 }
