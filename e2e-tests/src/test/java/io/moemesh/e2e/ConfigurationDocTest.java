@@ -13,10 +13,11 @@ import org.junit.jupiter.api.Test;
 
 /**
  * docs/configuration.md lists the configuration as the code reads it ({@link ConfigKeys}): every project key
- * ({@code moemesh.*}) and OpenTelemetry variable a service reads has a row, and every row is a key some service reads.
+ * ({@code moemesh.*}) and OpenTelemetry variable a service or the command line ({@code cli}) reads has a row, and every
+ * row is a key one of them reads.
  */
 class ConfigurationDocTest {
-  static final List<String> SERVICES = List.of("gateway", "prefill-svc", "decode-svc", "kv-store", "expert-svc", "planner");
+  static final List<String> READERS = List.of("gateway", "prefill-svc", "decode-svc", "kv-store", "expert-svc", "planner", "cli");
   private static final Pattern ROW = Pattern.compile("(?m)^\\| `([a-z0-9.-]+)` \\|");
 
   @Test
@@ -25,10 +26,10 @@ class ConfigurationDocTest {
     Matcher row = ROW.matcher(Files.readString(K8sManifests.ROOT.resolve("docs/configuration.md")));
     while (row.find()) assertThat(documented.add(row.group(1))).as("one row per key: " + row.group(1)).isTrue();
     Set<String> read = new TreeSet<>();
-    for (String service : SERVICES)
-      for (String key : ConfigKeys.of(service)) if (key.startsWith("moemesh.") || key.startsWith("otel.")) read.add(key);
-    assertThat(read).as("keys the services read that docs/configuration.md lacks").isSubsetOf(documented);
-    assertThat(documented).as("keys docs/configuration.md lists that no service reads").isSubsetOf(read);
+    for (String reader : READERS)
+      for (String key : ConfigKeys.of(reader)) if (key.startsWith("moemesh.") || key.startsWith("otel.")) read.add(key);
+    assertThat(read).as("keys the services and the command line read that docs/configuration.md lacks").isSubsetOf(documented);
+    assertThat(documented).as("keys docs/configuration.md lists that nothing reads").isSubsetOf(read);
   }
 
   /** The check above is not vacuous: a misspelt or a foreign key is no key of the service. */
