@@ -22,8 +22,20 @@ enum MigrationReason {
   /** The reason a failed stream may continue elsewhere; empty for a failure that is the request's (or a bug). */
   static Optional<MigrationReason> of(Throwable failure) {
     if (DrainMarker.isDrain(failure)) return Optional.of(DRAIN);
-    if (failure instanceof StatusRuntimeException e && e.getStatus().getCode() == Status.Code.UNAVAILABLE) return Optional.of(UNAVAILABLE);
+    if (connectionLost(failure)) return Optional.of(UNAVAILABLE);
     if (failure instanceof BackendException.Unfinished) return Optional.of(INCOMPLETE);
     return Optional.empty();
+  }
+
+  /**
+   * The replica is gone or the connection to it broke: UNAVAILABLE, or the client transport's own UNKNOWN "channel
+   * closed", which a stream cut by the peer's death can end with instead (seen when a decode replica was killed with
+   * kill -9 mid-stream); neither is the request's failure.
+   */
+  static boolean connectionLost(Throwable failure) {
+    if (!(failure instanceof StatusRuntimeException e)) return false;
+    Status status = e.getStatus();
+    return status.getCode() == Status.Code.UNAVAILABLE
+        || status.getCode() == Status.Code.UNKNOWN && "channel closed".equals(status.getDescription());
   }
 }

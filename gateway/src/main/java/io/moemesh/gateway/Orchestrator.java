@@ -1,8 +1,6 @@
 package io.moemesh.gateway;
 
 import io.grpc.Metadata;
-import io.grpc.Status;
-import io.grpc.StatusRuntimeException;
 import io.grpc.stub.MetadataUtils;
 import io.moemesh.proto.common.v1.FinishReason;
 import io.moemesh.proto.decode.v1.DecodeGrpc;
@@ -179,7 +177,7 @@ public class Orchestrator {
   }
 
   private static boolean unavailable(Throwable t) {
-    return t instanceof StatusRuntimeException e && e.getStatus().getCode() == Status.Code.UNAVAILABLE;
+    return MigrationReason.connectionLost(t);
   }
 
   private static void markIfUnavailable(Replica replica, Throwable t) {
